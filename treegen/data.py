@@ -11,6 +11,7 @@ import csv
 import gzip
 import io
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def load_csv(path: str | Path, label: str | None = None, *, has_label: bool = Tr
     try:
         with _open_text(path) as fh:
             rows = list(csv.reader(fh))
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # zlib.error: corrupt gzip stream
         raise DataError(f"cannot read {path}: {exc}") from None
     except UnicodeDecodeError:
         raise DataError(f"{path} is not a UTF-8 text CSV file") from None
@@ -126,6 +127,8 @@ def load_for_model(path: str | Path, n_features: int, label: str | None = None) 
 
 def _n_columns(path: str | Path) -> int:
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"data path is a directory: {path}")
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
     try:
@@ -133,7 +136,7 @@ def _n_columns(path: str | Path) -> int:
             for row in csv.reader(fh):
                 if row and any(c.strip() for c in row):
                     return len(row)
-    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error) as exc:
         raise DataError(f"cannot read {path}: {exc}") from None
     raise DataError(f"{path} is empty")
 

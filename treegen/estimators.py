@@ -19,6 +19,8 @@ Examples
 from __future__ import annotations
 
 import inspect
+import sys
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -28,6 +30,35 @@ from .errors import DataError, TreegenError
 from .model import Model
 from .scaling import InputScaling
 from .tree import Tree
+
+
+class DataConversionWarning(UserWarning):
+    """Input data was converted (e.g. a column-vector ``y`` was flattened); same name and meaning as
+    scikit-learn's warning, defined here so the package does not import scikit-learn."""
+
+
+class NotFittedError(TreegenError, AttributeError):
+    """``predict`` called before ``fit``.
+
+    When scikit-learn is already loaded, the error raised is also an instance of
+    ``sklearn.exceptions.NotFittedError`` (see :func:`_not_fitted_error`).
+    """
+
+
+_SKLEARN_NOT_FITTED: type | None = None
+
+
+def _not_fitted_error(message: str) -> Exception:
+    """A :class:`NotFittedError`; when scikit-learn has been imported by the caller, one that is
+    also sklearn's ``NotFittedError`` (what sklearn tools expect). scikit-learn is never imported here."""
+    global _SKLEARN_NOT_FITTED
+    sk_exceptions = sys.modules.get("sklearn.exceptions")
+    sk_cls = getattr(sk_exceptions, "NotFittedError", None)
+    if isinstance(sk_cls, type) and issubclass(sk_cls, Exception):
+        if _SKLEARN_NOT_FITTED is None or not issubclass(_SKLEARN_NOT_FITTED, sk_cls):
+            _SKLEARN_NOT_FITTED = type("NotFittedError", (NotFittedError, sk_cls), {"__module__": __name__})
+        return _SKLEARN_NOT_FITTED(message)
+    return NotFittedError(message)
 
 
 class TreeClassifier:
@@ -63,18 +94,34 @@ class TreeClassifier:
     # ------------------------------------------------------------------ fit / predict
     def fit(self, X, y, feature_names: list[str] | None = None) -> "TreeClassifier":
         X = _check_X(X)
+        if y is None:
+            raise DataError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         y = np.asarray(y)
         if y.ndim != 1:
-            y = y.ravel() if (y.ndim == 2 and y.shape[1] == 1) else None
-            if y is None:
-                raise DataError("y must be a 1-D array of labels")
+            if y.ndim == 2 and y.shape[1] == 1:
+                warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the "
+                              "shape of y to (n_samples,), for example using ravel().",
+                              DataConversionWarning, stacklevel=2)
+                y = y.ravel()
+            else:
+                raise DataError(f"y should be a 1d array of labels, got an array of shape {y.shape}")
         if y.shape[0] != X.shape[0]:
             raise DataError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise DataError("labels contain NaN or infinite values")
-        classes = np.unique(y)
+        if y.dtype.kind == "c":
+            raise DataError("Unknown label type: complex labels")
+        if y.dtype.kind == "f":
+            if not np.all(np.isfinite(y)):
+                raise DataError("labels contain NaN or infinite values")
+            if np.any(y != np.round(y)):
+                raise DataError("Unknown label type: continuous (non-integer float labels); "
+                                "a classifier needs discrete class labels")
+        try:
+            classes = np.unique(y)
+        except TypeError:
+            raise DataError("Unknown label type: labels of mixed, unorderable types") from None
         if classes.shape[0] < 2:
-            raise DataError(f"training data has a single class ({classes[0]!r}); at least two are needed")
+            raise DataError(f"training data has a single class ({_plain_scalar(classes[0])!r}): one class is not enough, "
+                            "at least two are needed")
         y_idx = np.searchsorted(classes, y).astype(np.int64)
         scaling = InputScaling.fit(X, getattr(self, "scaling", "auto"))
         Xn = scaling.transform(X)
@@ -99,6 +146,8 @@ class TreeClassifier:
         self.scaling_ = scaling
         self.tree_ = tree
         self.fit_info_ = info
+        if "max_iter" in self._param_names():
+            self.n_iter_ = int(info.get("n_iter", info.get("iterations", self.max_iter)))
         self.model_ = Model([tree], list(map(str, feature_names)), classes.tolist(), scaling, metadata)
         return self
 
@@ -107,13 +156,17 @@ class TreeClassifier:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "model_"):
-            raise TreegenError(f"this {type(self).__name__} is not fitted yet; call fit() first")
+            raise _not_fitted_error(f"this {type(self).__name__} is not fitted yet; call fit() first")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "model_")
 
     def predict(self, X) -> np.ndarray:
         self._check_fitted()
         X = _check_X(X)
         if X.shape[1] != self.n_features_in_:
-            raise DataError(f"X has {X.shape[1]} features, the model expects {self.n_features_in_}")
+            raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                            f"{self.n_features_in_} features as input")
         return self.classes_[self.model_.predict_index(X)]
 
     def score(self, X, y) -> float:
@@ -132,15 +185,33 @@ def _is_plain(v) -> bool:
     return v is None or isinstance(v, (bool, int, float, str))
 
 
+def _plain_scalar(v):
+    """numpy scalar -> Python value (for readable messages); other objects unchanged."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
 def _check_X(X) -> np.ndarray:
+    if type(X).__module__.startswith("scipy.sparse") or hasattr(X, "tocsr"):
+        raise DataError("sparse input is not supported; pass a dense array (e.g. X.toarray())")
     try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise DataError("X must be a numeric 2-D array") from None
+        X = np.asarray(X)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"X must be a numeric 2-D array ({exc})") from None
+    if X.dtype.kind == "c":
+        raise DataError("Complex data not supported; X must be real-valued")
+    try:
+        X = X.astype(np.float64, copy=False)
+    except ValueError as exc:
+        raise DataError(f"X must be a numeric 2-D array ({exc})") from None
+    except TypeError as exc:  # e.g. a dict inside an object array: keep the TypeError (sklearn convention)
+        raise TypeError(f"X must be a numeric 2-D array: {exc}") from None
     if X.ndim != 2:
-        raise DataError(f"X must be a 2-D array, got {X.ndim} dimension(s)")
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise DataError(f"X has shape {X.shape}; need at least one row and one feature")
+        raise DataError(f"X must be a 2-D array, got {X.ndim} dimension(s). Reshape your data with "
+                        "X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample")
+    if X.shape[0] < 1:
+        raise DataError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if X.shape[1] < 1:
+        raise DataError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if not np.all(np.isfinite(X)):
         raise DataError("X contains NaN or infinite values")
     return X
@@ -172,6 +243,10 @@ class EFTIClassifier(TreeClassifier):
         Per-iteration probability of going back to the best tree while searching.
     max_depth : int
         Depth limit of evolved trees.
+    coefficient_mutation_rate : float
+        alpha: 1 + floor(alpha * internal_nodes * (features + 1)) coefficients change per iteration.
+    dipole : {'global', 'node'}
+        Draw the mixed dipole of a new node from the whole training set or from the leaf's instances.
     partial_reclassification : bool
         Re-evaluate only the instances a mutation can affect (same result, faster on deep trees).
     scaling : {'auto', 'q15', 'minmax'}
@@ -197,7 +272,8 @@ class EFTIClassifier(TreeClassifier):
     def __init__(self, *, max_iter: int = 50_000, oversize_weight: float = 0.01, missing_weight: float = 0.0,
                  topology_mutation_rate: float = 0.6, search_probability: float = 0.05,
                  search_probability_raise: float = 5e-5, return_to_best_probability: float = 1e-4,
-                 max_depth: int = 8, partial_reclassification: bool = True, scaling: str = "auto",
+                 max_depth: int = 8, coefficient_mutation_rate: float = 0.0, dipole: str = "global",
+                 partial_reclassification: bool = True, scaling: str = "auto",
                  random_state: int | None = None, callback: Callable | None = None):
         self.max_iter = max_iter
         self.oversize_weight = oversize_weight
@@ -207,6 +283,8 @@ class EFTIClassifier(TreeClassifier):
         self.search_probability_raise = search_probability_raise
         self.return_to_best_probability = return_to_best_probability
         self.max_depth = max_depth
+        self.coefficient_mutation_rate = coefficient_mutation_rate
+        self.dipole = dipole
         self.partial_reclassification = partial_reclassification
         self.scaling = scaling
         self.random_state = random_state
@@ -220,6 +298,7 @@ class EFTIClassifier(TreeClassifier):
             topology_mutation_rate=self.topology_mutation_rate, search_probability=self.search_probability,
             search_probability_raise=self.search_probability_raise,
             return_to_best_probability=self.return_to_best_probability, max_depth=self.max_depth,
+            coefficient_mutation_rate=self.coefficient_mutation_rate, dipole=self.dipole,
             partial_reclassification=self.partial_reclassification,
         )
         seed = 0 if self.random_state is None else self.random_state

@@ -7,8 +7,9 @@ reference implementation:
 * **Node test initialisation (mixed dipole)**: pick two training instances ``x_i``, ``x_j`` of
   different classes; ``w = x_i - x_j`` and ``theta = delta*w.x_i + (1-delta)*w.x_j`` with
   ``delta = d/100``, ``d`` uniform in 5..94, so the hyperplane lies between the two points and
-  separates them. The dipole is drawn from the instances reaching the leaf being split when
-  they hold at least two classes (the node's own data), otherwise from the whole training set.
+  separates them. The dipole is drawn from the whole training set (``dipole="global"``, as the
+  reference does) or, with ``dipole="node"``, from the instances reaching the leaf being split
+  when they hold at least two classes.
 * **Coefficient mutation**: every iteration ``1 + floor(alpha * internal_nodes * (A+1))``
   distinct coefficients (``alpha = coefficient_mutation_rate``, 0 = one per iteration as in the
   reference) of random internal nodes change by ``sigma * N(0,1)``; 30 % of the picks hit the
@@ -83,6 +84,7 @@ class EFTIParams:
     partial_reclassification: bool = True
     coefficient_mutation_rate: float = 0.0
     threshold_mutation_share: float = 0.3
+    dipole: str = "global"
 
     def validate(self) -> "EFTIParams":
         def check(cond: bool, msg: str) -> None:
@@ -104,6 +106,7 @@ class EFTIParams:
               f"max_depth must be an integer in 1..30, got {self.max_depth!r}")
         check(0 <= self.coefficient_mutation_rate <= 1,
               f"coefficient_mutation_rate must be in [0, 1], got {self.coefficient_mutation_rate}")
+        check(self.dipole in ("node", "global"), f"dipole must be 'node' or 'global', got {self.dipole!r}")
         check(0 <= self.threshold_mutation_share <= 1,
               f"threshold_mutation_share must be in [0, 1], got {self.threshold_mutation_share}")
         return self
@@ -339,7 +342,7 @@ class Evolver:
                 leaf = self.leaves[rng.below(n_leaves)]
                 if rng.chance(add_thr):
                     if self.node_depth[leaf] < p.max_depth:
-                        members = np.flatnonzero(self.leaf_of == leaf)
+                        members = np.flatnonzero(self.leaf_of == leaf) if p.dipole == "node" else None
                         w, theta = self.dipole_hyperplane(members)
                         c1, c2 = self._split(leaf, w, theta)
                         if self.partial:

@@ -1,0 +1,8 @@
+"""``python -m treegen``: the same command line as the ``treegen`` console script."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
