@@ -1,6 +1,22 @@
 #!/usr/bin/env bash
-# Everything treegen needs on a fresh machine (Debian/Ubuntu, Python >= 3.11 with pip).
-# Idempotent: re-running it is cheap.
+# Everything treegen needs on a fresh machine (Debian/Ubuntu, Python >= 3.11 with pip):
+#   - the ARM cross compiler, newlib and QEMU (Debian packages), for export/build/HIL
+#   - the treegen package with its test extras
+# Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc"
+missing=""
+for p in $APT_PACKAGES; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "setup: installing Debian packages:$missing" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'

@@ -56,9 +56,9 @@ def test_fitness_formula_oversize_and_missing():
     oversize = (6 - 4) / 4
     missing = (4 - 3) / 4
     expected = 0.8 * (1 - 0.01 * oversize ** 2) * (1 - 0.5 * missing)
-    assert efti.fitness(80, 100, 6, 3, 4, p) == pytest.approx(expected, abs=0)
+    assert efti.fitness(80, 100, 6, 3, 4, p) == pytest.approx(expected, abs=2e-5)
     # fewer leaves than classes is penalised too (oversize squared)
-    assert efti.fitness(100, 100, 2, 4, 4, p) == pytest.approx(1 - 0.01 * 0.25)
+    assert efti.fitness(100, 100, 2, 4, 4, p) == pytest.approx(1 - 0.01 * 0.25, abs=2e-5)
     assert efti.fitness(100, 100, 4, 4, 4, p) == 1.0
 
 
@@ -214,3 +214,25 @@ def test_estimator_end_to_end_on_raw_float_data():
     assert clf.model_.metadata["seed"] == 3
     again = EFTIClassifier(max_iter=2000, random_state=3).fit(X, y)
     assert again.tree_.equals(clf.tree_)
+
+
+def test_integer_fitness_tables_follow_their_definition():
+    p = EFTIParams(oversize_weight=0.05, missing_weight=0.25, search_probability=0.05,
+                   search_probability_raise=5e-5)
+    t = efti.FitnessTables(p, 4)
+    for leaves in range(1, 40):
+        over = (leaves - 4) / 4
+        assert t.pen(leaves) == round(65536 * max(0.0, 1 - 0.05 * over * over))
+    assert t.pen(4) == 65536 and t.pen(100) == 0          # floored at zero
+    assert t.miss == [round(65536 * (1 - 0.25 * (4 - k) / 4)) for k in range(5)]
+    assert t.fitness(10, 4, 4) == 10 * 65536 * 65536
+    # search threshold: grows with stagnation, shrinks with the fitness loss, capped at 2**32
+    f = t.fitness(500, 5, 4)
+    small_loss, big_loss = t.fitness(499, 5, 4), t.fitness(400, 5, 4)
+    assert t.search_threshold(10, f, small_loss) > t.search_threshold(10, f, big_loss)
+    assert t.search_threshold(20, f, small_loss) > t.search_threshold(10, f, small_loss)
+    assert t.search_threshold(10**9, f, f) == (1 << 32) - 1 or t.search_threshold(10**9, f, f) <= 1 << 32
+    assert t.search_threshold(5, 0, 0) == 0
+    d = ((f - small_loss) * 1024) // f
+    expected = (min(10 * t.raise_q32, 1 << 32) * t.exp[d]) >> 32
+    assert t.search_threshold(10, f, small_loss) == expected

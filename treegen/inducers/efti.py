@@ -22,12 +22,23 @@ reference implementation:
   class index; an empty leaf predicts class 0).
 * **Fitness**: ``accuracy * (1 - Ko*oversize**2) * (1 - Km*missing)`` with
   ``oversize = (leaves - classes)/classes`` and ``missing`` the fraction of classes no leaf
-  predicts.
-* **Selection**: the mutant replaces the parent when its fitness is higher by more than 1e-6.
-  Otherwise, after ``s`` stagnant iterations, it is still accepted with the *search probability*
+  predicts (the size factor is floored at 0).
+* **Selection**: the mutant replaces the parent when its fitness is higher. Otherwise, after
+  ``s`` stagnant iterations, it is still accepted with the *search probability*
   ``s * raise * exp(-((f - f_mut)/f) / search_probability)``; while such a search is under way,
   the evolution returns to the best tree found so far with probability
   ``return_to_best_probability`` per iteration.
+
+Integer fitness and selection
+-----------------------------
+So that the same algorithm runs bit for bit in C on an FPU-less microcontroller, fitness and
+selection are integer: ``F = hits * PEN[leaves] * MISS[classes_present]`` with the factor tables
+``PEN[L] = round(65536 * max(0, 1 - Ko*((L-C)/C)**2))`` and
+``MISS[p] = round(65536 * (1 - Km*(C-p)/C))`` (``fitness = F / (n * 2**32)``); "higher" is ``>`` on
+``F``. The search probability is a 32-bit threshold
+``(min(s * RAISE, 2**32) * EXP[d]) >> 32`` with ``RAISE = round(raise * 2**32)``,
+``d = min(1023, ((F - F_mut) * 1024) // F)`` and ``EXP[d] = round(2**32 * exp(-(d/1024)/sp))``
+(capped at 2**32 - 1). The probability tables are computed once, in Python, and handed to C.
 * **Partial reclassification**: the projections ``w.x`` of every instance on every node are
   memorised; a mutation re-routes only the instances whose path crosses a mutated node, updates
   the mutated projection column incrementally (``w_mut.x = w.x + (w_mut_a - w_a) x_a``) and
@@ -63,7 +74,8 @@ from ..tree import LEAF, Tree
 W_ONE = 1 << 15            # weight / input unit (Q15)
 W_MAX = W_ONE - 1          # saturation of weights
 T_ONE = 1 << 30            # threshold unit: product of two Q15 values
-ACCEPT_EPS = 1e-6          # minimum fitness gain of an accepted mutant (reference value)
+FIT_ONE = 1 << 16          # fixed-point one of the fitness factor tables
+EXP_STEPS = 1024           # resolution of the search-probability table (relative fitness loss)
 CALLBACK_INTERVAL = 1024
 DELTA_ON_DEPTH = 3
 DELTA_OFF_DEPTH = 1
@@ -118,11 +130,42 @@ def topology_thresholds(params: EFTIParams, n_classes: int, max_leaves: int) -> 
             for leaves in range(max_leaves + 1)]
 
 
+class FitnessTables:
+    """Integer fitness factors and selection probabilities (shared with the C engine)."""
+
+    def __init__(self, params: EFTIParams, n_classes: int):
+        self.p = params
+        self.C = n_classes
+        self._pen: dict[int, int] = {}
+        self.miss = [round(FIT_ONE * (1.0 - params.missing_weight * (n_classes - k) / n_classes))
+                     for k in range(n_classes + 1)]
+        self.raise_q32 = round(params.search_probability_raise * 2.0 ** 32)
+        self.exp = [min((1 << 32) - 1, round(2.0 ** 32 * math.exp(-(d / EXP_STEPS) / params.search_probability)))
+                    for d in range(EXP_STEPS)]
+
+    def pen(self, leaves: int) -> int:
+        v = self._pen.get(leaves)
+        if v is None:
+            over = (leaves - self.C) / self.C
+            v = self._pen[leaves] = round(FIT_ONE * max(0.0, 1.0 - self.p.oversize_weight * over * over))
+        return v
+
+    def fitness(self, hits: int, leaves: int, present: int) -> int:
+        return hits * self.pen(leaves) * self.miss[present]
+
+    def search_threshold(self, stagnation: int, f_cur: int, f_mut: int) -> int:
+        """32-bit threshold of the search probability (0 when f_cur == 0)."""
+        if f_cur <= 0:
+            return 0
+        d = min(EXP_STEPS - 1, ((f_cur - f_mut) * EXP_STEPS) // f_cur)
+        a = min(stagnation * self.raise_q32, 1 << 32)
+        return (a * self.exp[d]) >> 32
+
+
 def fitness(hits: int, n: int, leaves: int, classes_present: int, n_classes: int, params: EFTIParams) -> float:
-    accuracy = hits / n
-    oversize = (leaves - n_classes) / n_classes
-    missing = (n_classes - classes_present) / n_classes
-    return accuracy * (1.0 - params.oversize_weight * oversize * oversize) * (1.0 - params.missing_weight * missing)
+    """The fitness value (a fraction in [0, 1]) of the integer definition."""
+    tables = FitnessTables(params, n_classes)
+    return tables.fitness(hits, leaves, classes_present) / (n * float(1 << 32))
 
 
 class _Snapshot:
@@ -155,6 +198,7 @@ class Evolver:
         self.thr_share = prob_u32(params.threshold_mutation_share)
         self.rtb_thr = prob_u32(params.return_to_best_probability)
         self.yC = self.y  # class index per instance
+        self.tables = FitnessTables(params, self.C)
         self.partial = False
         self.stats = {"rerouted": 0, "evaluations": 0}
         self._structure()
@@ -277,7 +321,7 @@ class Evolver:
         dom = per_leaf.argmax(axis=1)
         hits = int(per_leaf.max(axis=1).sum())
         present = len(set(dom.tolist())) if self.p.missing_weight else self.C
-        return fitness(hits, self.n, len(self.leaves), present, self.C, self.p), hits, dom
+        return self.tables.fitness(hits, len(self.leaves), present), hits, dom
 
     def evaluate_current(self) -> None:
         """(Re)compute everything about the current individual from scratch."""
@@ -563,13 +607,14 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     ev.init_root()
     ev.evaluate_current()
     best = ev.snapshot()
+    fit_scale = ev.n * float(1 << 32)
     stagnation = 0
     searching = False
     rng = ev.rng
     n_leaves_best = len(ev.leaves)
     acc_best = ev.hits / ev.n
     if callback:
-        callback(0, best.fit, n_leaves_best, acc_best)
+        callback(0, best.fit / fit_scale, n_leaves_best, acc_best)
     for it in range(params.max_iter):
         if params.partial_reclassification:
             if not ev.partial and ev.tree_depth >= DELTA_ON_DEPTH:
@@ -579,22 +624,20 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
         fit = ev.fit
         undo = ev.mutate()
         fit_mut, hits, dom, counts, change = ev.evaluate_mutant(undo)
-        if fit_mut - fit > ACCEPT_EPS:
+        if fit_mut > fit:
             stagnation = 0
             ev.adopt(fit_mut, hits, dom, counts, change)
             ev.commit_topology(undo)
-            if fit_mut - best.fit > ACCEPT_EPS:
+            if fit_mut > best.fit:
                 best = ev.snapshot()
                 searching = False
                 n_leaves_best, acc_best = len(ev.leaves), hits / ev.n
                 if callback:
-                    callback(it + 1, best.fit, n_leaves_best, acc_best)
+                    callback(it + 1, best.fit / fit_scale, n_leaves_best, acc_best)
         else:
             stagnation += 1
-            dist = (fit - fit_mut) / fit if fit > 0 else math.inf
-            search_p = stagnation * params.search_probability_raise * math.exp(-dist / params.search_probability)
             should_return = rng.chance(ev.rtb_thr)
-            should_search = rng.chance(prob_u32(search_p))
+            should_search = rng.chance(ev.tables.search_threshold(stagnation, fit, fit_mut))
             if searching and should_return:
                 ev.revert(undo)
                 ev.restore(best)
@@ -607,13 +650,14 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
             else:
                 ev.revert(undo)
         if callback and (it + 1) % CALLBACK_INTERVAL == 0:
-            callback(it + 1, best.fit, n_leaves_best, acc_best)
+            callback(it + 1, best.fit / fit_scale, n_leaves_best, acc_best)
     if callback:
-        callback(params.max_iter, best.fit, n_leaves_best, acc_best)
+        callback(params.max_iter, best.fit / fit_scale, n_leaves_best, acc_best)
     tree = ev.to_tree(best, X)
     elapsed = time.perf_counter() - t0
     info = {
-        "fitness": float(best.fit),
+        "fitness": best.fit / fit_scale,
+        "fitness_int": int(best.fit),
         "iterations": int(params.max_iter),
         "elapsed_s": round(elapsed, 4),
         "efti_params": asdict(params),
