@@ -1,4 +1,4 @@
-"""Command-line interface: ``treegen fit | predict | eval | cv | show``.
+"""Command-line interface: ``treegen fit | predict | eval | cv | show | export | targets``.
 
 Results go to stdout, progress bars to stderr (only on a terminal, never with ``--quiet``).
 Every user error prints one line ``treegen: error: ...`` on stderr and exits with status 2;
@@ -28,12 +28,18 @@ from .cv import cross_validate
 from .data import load_csv, load_for_model
 from .errors import DataError, TreegenError
 from .estimators import ALGORITHMS, make_estimator
+from .export import DTYPES as EXPORT_DTYPES
+from .export import LAYOUTS as EXPORT_LAYOUTS
+from .export import VARIANTS as EXPORT_VARIANTS
+from .export import export_model
 from .metrics import classification_report
 from .model import _plain, load, save
 from .progress import enabled as progress_enabled
 from .progress import progress_bar
 from .scaling import METHODS as SCALING_METHODS
 from .show import render_dot, render_text
+from .targets import all_targets
+from .targets import get as get_target
 
 PROG = "treegen"
 
@@ -86,6 +92,9 @@ def _jobs(text: str) -> int:
 ALGO_OPTIONS = {
     "max_iter": ("--max-iter", "max_iter"),
     "oversize_weight": ("--oversize-weight", "oversize_weight"),
+    "missing_weight": ("--missing-weight", "missing_weight"),
+    "engine": ("--engine", "engine"),
+    "dipole": ("--dipole", "dipole"),
     "scaling": ("--scaling", "scaling"),
     "criterion": ("--criterion", "criterion"),
     "max_depth": ("--max-depth", "max_depth"),
@@ -103,6 +112,13 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="efti: number of evolution iterations")
     g.add_argument("--oversize-weight", type=_nonneg_float, metavar="KO",
                    help="efti: weight of the squared relative oversize in the fitness")
+    g.add_argument("--missing-weight", type=_nonneg_float, metavar="KM",
+                   help="efti: weight of the fraction of classes no leaf predicts")
+    g.add_argument("--engine", choices=("auto", "python", "native"),
+                   help="efti: native = the C engine compiled for the host (same result, faster); "
+                        "default auto (native when a C compiler exists)")
+    g.add_argument("--dipole", choices=("global", "node"),
+                   help="efti: draw new nodes' dipoles from the whole set (default) or the leaf's rows")
     g.add_argument("--scaling", choices=SCALING_METHODS, help="input scaling (default auto)")
     g.add_argument("--criterion", choices=("gini", "entropy"), help="cart: split criterion")
     g.add_argument("--max-depth", type=_int_at_least(1, "an integer"), metavar="D", help="maximum tree depth")
@@ -174,6 +190,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", metavar="MODEL", help="model file")
     p.add_argument("--dot", action="store_true", help="Graphviz DOT instead of text")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("export", help="generate fixed-point (Q15) or float32 C for a target")
+    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
+    p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')")
+    p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table",
+                   help="table: const node arrays + a loop; unrolled: one code block per node (default table)")
+    p.add_argument("--dtype", choices=EXPORT_DTYPES, default="q15", help="q15 fixed point or f32 (default q15)")
+    p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
+                   help="oblique multiply-accumulate: scalar C, ARMv7E-M dsp, or auto (dsp if the target has it)")
+    p.add_argument("--name", metavar="NAME", help="C identifier of the model (default: the model file name)")
+    p.add_argument("--data", metavar="CSV", help="labelled data: fixed-vs-float agreement, accuracy, example rows")
+    p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if missing)")
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("targets", help="list the targets code can be exported for")
+    p.set_defaults(func=cmd_targets)
     return parser
 
 
@@ -376,6 +410,68 @@ def cmd_cv(args) -> int:
 def cmd_show(args) -> int:
     model = load(args.model)
     sys.stdout.write(render_dot(model) if args.dot else render_text(model))
+    return 0
+
+
+def cmd_export(args) -> int:
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise TreegenError(f"output path {out} is a file, not a directory")
+    _check_output(args.json, "JSON file")
+    if args.label is not None and args.data is None:
+        raise TreegenError("--label needs --data")
+    target = get_target(args.target)
+    model = load(args.model)
+    data = None
+    if args.data is not None:
+        ds = load_for_model(args.data, model.n_features, label=args.label)
+        data = (ds.X, ds.labels if ds.labels.shape[0] else None)
+    name = args.name if args.name is not None else Path(args.model).name.removesuffix(".json")
+    rep = export_model(model, out, target=target, layout=args.layout, dtype=args.dtype, variant=args.variant,
+                       name=name, data=data)
+    d = rep.to_dict()
+    flags = ", ".join(f for f, on in (("FPU", target.fpu), ("DSP", target.dsp)) if on) or "no FPU, no DSP"
+    print(f"model           {args.model}  (sha256 {rep.model_hash[:16]})")
+    print(f"target          {rep.target}  ({target.core}; {flags})")
+    print(f"export          {rep.name}: layout {rep.layout}, dtype {rep.dtype}"
+          + (f", variant {rep.variant}" if rep.dtype == "q15" else ""))
+    print(f"files           {', '.join(rep.files)}")
+    for i, t in enumerate(rep.trees):
+        acc = f", int{t['acc_bits']}_t accumulator (|acc| <= {t['acc_bound']})" if t["kind"] == "oblique" and \
+            t["acc_bits"] else ""
+        print(f"{'trees' if i == 0 else '':<16}{i}: {t['kind']}, {t['n_internal']} internal nodes, "
+              f"{t['n_leaves']} leaves, depth {t['depth']}{acc}")
+    print(f"field types     child reference {rep.field_types['child_ref']}, "
+          f"feature index {rep.field_types['feature_index']}")
+    if rep.dtype == "q15":
+        exact = "yes (integer tests equal the float tests on every Q15 input)" if rep.exact else \
+            "not proven (inexact coefficients; thresholds fitted to the data given)"
+        print(f"exact           {exact}")
+        print(f"unresolved rows {len(rep.unresolved_rows)}")
+    print(f"estimated bytes {rep.estimated_bytes}  (tables{' + code estimate' if rep.layout == 'unrolled' else ''})")
+    if rep.flash_bytes is None:
+        print(f"flash / RAM     {rep.size_note}")
+    else:
+        print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes  ({rep.size_note})")
+    agr = rep.agreement
+    if agr is not None:
+        if "fixed_vs_float_pct" in agr:
+            print(f"agreement       {agr['fixed_vs_float_pct']:.2f} % fixed-point vs float  ({agr['rows']} rows)")
+        if "accuracy_float_pct" in agr:
+            fixed = f", fixed-point {agr['accuracy_fixed_pct']:.2f} %" if "accuracy_fixed_pct" in agr else ""
+            print(f"accuracy        float {agr['accuracy_float_pct']:.2f} %{fixed}")
+    for note in rep.notes:
+        print(f"note            {note}")
+    _write_json(args.json, {"command": "export", "model": str(args.model), **d})
+    return 0
+
+
+def cmd_targets(args) -> int:
+    rows = [["name", "core", "FPU", "DSP", "flash", "RAM", "description"]]
+    for t in all_targets():
+        rows.append([t.name, t.core, "yes" if t.fpu else "no", "yes" if t.dsp else "no", f"{t.flash_kb} KiB",
+                     f"{t.ram_kb} KiB", t.description])
+    print(_table(rows, align_left=7))
     return 0
 
 

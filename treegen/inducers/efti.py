@@ -11,6 +11,7 @@ reference implementation:
   reference does) or, with ``dipole="node"``, from the instances reaching the leaf being split
   when they hold at least two classes.
 * **Coefficient mutation**: every iteration ``1 + floor(alpha * internal_nodes * (A+1))``
+  (computed as ``(round_down(alpha * 2**32) * internal_nodes * (A+1)) >> 32``)
   distinct coefficients (``alpha = coefficient_mutation_rate``, 0 = one per iteration as in the
   reference) of random internal nodes change by ``sigma * N(0,1)``; 30 % of the picks hit the
   threshold. ``sigma = clip(|c|, 0.1, 0.25)`` in the coefficient's own unit (weights: 1;
@@ -76,6 +77,7 @@ W_MAX = W_ONE - 1          # saturation of weights
 T_ONE = 1 << 30            # threshold unit: product of two Q15 values
 FIT_ONE = 1 << 16          # fixed-point one of the fitness factor tables
 EXP_STEPS = 1024           # resolution of the search-probability table (relative fitness loss)
+MAX_COEF_MUTATIONS = 64    # cap of coefficient mutations per iteration (static buffer in C)
 CALLBACK_INTERVAL = 1024
 DELTA_ON_DEPTH = 3
 DELTA_OFF_DEPTH = 1
@@ -196,6 +198,7 @@ class Evolver:
         max_leaves = 1 << params.max_depth
         self.topo_thr = topology_thresholds(params, self.C, max_leaves)
         self.thr_share = prob_u32(params.threshold_mutation_share)
+        self.alpha_u32 = prob_u32(params.coefficient_mutation_rate)
         self.rtb_thr = prob_u32(params.return_to_best_probability)
         self.yC = self.y  # class index per instance
         self.tables = FitnessTables(params, self.C)
@@ -411,8 +414,8 @@ class Evolver:
             self._structure()
         # coefficient mutation
         n_int = len(self.internal)
-        count = 1 + int(p.coefficient_mutation_rate * n_int * (self.A + 1))
-        count = min(count, n_int * (self.A + 1))
+        count = 1 + ((self.alpha_u32 * n_int * (self.A + 1)) >> 32)
+        count = min(count, n_int * (self.A + 1), MAX_COEF_MUTATIONS)
         chosen = set()
         for _ in range(count):
             while True:
