@@ -41,7 +41,8 @@ def _round_up_pow2(n: int, minimum: int) -> int:
     return v
 
 
-def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: bool = True) -> dict:
+def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: bool = True,
+                 dsp: bool = True) -> dict:
     max_nodes = (1 << (max_depth + 1)) - 1
     if max_nodes > 32767:
         raise TreegenError(f"EFTI engine: max_depth {max_depth} needs {max_nodes} nodes (int16 node index)")
@@ -53,6 +54,7 @@ def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: b
         "max_nodes": max_nodes,
         "max_leaves": 1 << max_depth,
         "partial": bool(partial),
+        "dsp": bool(dsp),   # use SMLALD where the compiler targets ARMv7E-M (no effect elsewhere)
     }
 
 
