@@ -124,3 +124,13 @@ def test_ensemble_vote_ties_go_to_the_lowest_class():
     X = np.array([[100], [30000]])
     assert list(predict_model_q15([a, b], 2, X)) == [0, 0]
     assert list(predict_model_q15([a, a, b], 2, X)) == [0, 1]
+
+
+def test_huge_threshold_is_clamped_not_overflowing():
+    tree = _stump([1e-9, 1e-9], 100.0)
+    qt = quantize_tree(tree)
+    X = np.array([[32767, 32767], [0, 0]])
+    assert np.array_equal(predict_q15(qt, X), tree.predict_index(X / 32768.0))
+    tree2 = _stump([1e-9, -1e-9], -100.0)
+    qt2 = quantize_tree(tree2)
+    assert np.array_equal(predict_q15(qt2, X), tree2.predict_index(X / 32768.0))

@@ -77,6 +77,12 @@ def _ceil(fr: Fraction) -> int:
     return -((-fr.numerator) // fr.denominator)
 
 
+def _clamp_acc(t: int) -> int:
+    """Keep a threshold inside int64 (the accumulator range clip follows); beyond +-2**62 no
+    accumulator value can reach it, so the decision is unchanged."""
+    return max(-(1 << 62), min(t, 1 << 62))
+
+
 def _leaf_ref(cls: int) -> int:
     return -int(cls) - 1
 
@@ -202,7 +208,7 @@ def quantize_tree(tree: Tree, X_q15: np.ndarray | None = None) -> QuantizedTree:
         t0 = _floor(t_exact)
         node_exact = bool(np.array_equal(np.ldexp(w, s), wq.astype(np.float64))) and t_exact.denominator == 1
         if node_exact:
-            threshold[i] = t0
+            threshold[i] = _clamp_acc(t0)
             continue
         exact = False
         if reach is not None and int(k) in reach:
@@ -210,10 +216,10 @@ def quantize_tree(tree: Tree, X_q15: np.ndarray | None = None) -> QuantizedTree:
             acc = Xq[rows] @ wq
             float_left = (X01[rows] @ w) <= float(tree.threshold[k])
             t, bad = _fit_threshold(acc, float_left, t0)
-            threshold[i] = t
+            threshold[i] = _clamp_acc(t)
             unresolved.update(int(r) for r in rows[bad])
         else:
-            threshold[i] = t0
+            threshold[i] = _clamp_acc(t0)
     acc_bits = 32 if bound <= ACC32_LIMIT else 64
     lim = (1 << (acc_bits - 1))
     threshold = np.clip(threshold, -lim, lim - 1)
