@@ -26,7 +26,7 @@ import numpy as np
 from . import __version__
 from .codegen import render
 from .errors import TreegenError
-from .inducers.efti import (EXP_STEPS, W_ONE, EFTIParams, FitnessTables, topology_thresholds)
+from .inducers.efti import (EXP_STEPS, W_ONE, EFTIParams, FitnessTables, check_inputs, topology_thresholds)
 from .rng import prob_u32
 from .tree import LEAF, Tree
 
@@ -150,13 +150,7 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
            callback=None) -> tuple[Tree, dict]:
     """Same contract (and, for the same seed, the same tree) as :func:`treegen.inducers.efti.induce`."""
     params = (params or EFTIParams()).validate()
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
-    Xq = np.rint(X * W_ONE)
-    if not np.array_equal(Xq / W_ONE, X) or Xq.min() < 0 or Xq.max() > W_ONE - 1:
-        raise TreegenError("EFTI needs features normalised on the Q15 grid (see treegen.scaling)")
-    if np.unique(y).size < 2:
-        raise TreegenError("EFTI needs at least two classes in the training data")
+    X, Xq, y = check_inputs(X, y)
     if n_classes > 255:
         raise TreegenError(f"the native EFTI engine supports at most 255 classes, got {n_classes}")
     n, A = Xq.shape

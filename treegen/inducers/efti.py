@@ -579,6 +579,18 @@ class Evolver:
         return tree.refit_counts(X01, self.y, relabel=False).validate()
 
 
+def check_inputs(X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate EFTI inputs: ``(X, X * 32768, y)``; features must lie on the Q15 grid in [0, 1)."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    Xq = np.rint(X * W_ONE)
+    if not np.array_equal(Xq / W_ONE, X) or Xq.min() < 0 or Xq.max() > W_MAX:
+        raise TreegenError("EFTI needs features normalised on the Q15 grid (see treegen.scaling)")
+    if np.unique(y).size < 2:
+        raise TreegenError("EFTI needs at least two classes in the training data")
+    return X, Xq, y
+
+
 def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | None = None, *, seed: int = 0,
            callback: Callable[[int, float, int, float], None] | None = None) -> tuple[Tree, dict]:
     """Evolve an oblique tree.
@@ -598,13 +610,7 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     tree, info : the best tree found, and ``{"fitness", "iterations", "elapsed_s", ...}``.
     """
     params = (params or EFTIParams()).validate()
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
-    Xq = np.rint(X * W_ONE)
-    if not np.array_equal(Xq / W_ONE, X) or Xq.min() < 0 or Xq.max() > W_MAX:
-        raise TreegenError("EFTI needs features normalised on the Q15 grid (see treegen.scaling)")
-    if np.unique(y).size < 2:
-        raise TreegenError("EFTI needs at least two classes in the training data")
+    X, Xq, y = check_inputs(X, y)
     t0 = time.perf_counter()
     ev = Evolver(Xq, y, n_classes, params, seed)
     ev.init_root()
