@@ -1,4 +1,4 @@
-"""Command-line interface: ``treegen fit | predict | eval | cv | show | export | targets``.
+"""Command-line interface: ``treegen fit | predict | eval | cv | show | export | targets | build | flash``.
 
 Results go to stdout, progress bars to stderr (only on a terminal, never with ``--quiet``).
 Every user error prints one line ``treegen: error: ...`` on stderr and exits with status 2;
@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import signal
 import sys
 import time
 import warnings
@@ -208,7 +209,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("targets", help="list the targets code can be exported for")
     p.set_defaults(func=cmd_targets)
+
+    p = sub.add_parser("build", help="write a PlatformIO project (model + firmware harness) and build it")
+    _add_firmware_options(p)
+    p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("flash", help="upload the firmware to a board, or run it in QEMU for an emulated target")
+    _add_firmware_options(p)
+    p.add_argument("--port", metavar="P",
+                   help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
+    p.set_defaults(func=cmd_flash)
     return parser
+
+
+def _add_firmware_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
+    p.add_argument("--target", required=True, metavar="T",
+                   help="emulated target (qemu-m3, qemu-m4, qemu-m7) or board (see 'treegen targets')")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="PlatformIO project directory (default: build/<model>-<target>)")
+    p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
+    p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
+                   help="oblique multiply-accumulate: scalar, dsp or auto (default auto)")
 
 
 # ---------------------------------------------------------------------- output helpers
@@ -452,7 +476,9 @@ def cmd_export(args) -> int:
     if rep.flash_bytes is None:
         print(f"flash / RAM     {rep.size_note}")
     else:
-        print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes  ({rep.size_note})")
+        print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes; inference path alone "
+              f"{rep.flash_bytes_inference} bytes flash")
+        print(f"                ({rep.size_note})")
     agr = rep.agreement
     if agr is not None:
         if "fixed_vs_float_pct" in agr:
@@ -467,12 +493,138 @@ def cmd_export(args) -> int:
 
 
 def cmd_targets(args) -> int:
-    rows = [["name", "core", "FPU", "DSP", "flash", "RAM", "description"]]
+    rows = [["name", "kind", "core", "FPU", "DSP", "flash", "RAM", "description"]]
     for t in all_targets():
-        rows.append([t.name, t.core, "yes" if t.fpu else "no", "yes" if t.dsp else "no", f"{t.flash_kb} KiB",
-                     f"{t.ram_kb} KiB", t.description])
-    print(_table(rows, align_left=7))
+        rows.append([t.name, t.kind, t.core, "yes" if t.fpu else "no", "yes" if t.dsp else "no",
+                     f"{t.flash_kb} KiB", f"{t.ram_kb} KiB", t.description])
+    print(_table(rows, align_left=8))
     return 0
+
+
+def _firmware_project(args):
+    """(model, target, project dir) of build/flash; the target must be built with PlatformIO."""
+    target = get_target(args.target)
+    if target.kind not in ("emulated", "board"):
+        raise TreegenError(f"target {target.name!r} (kind {target.kind!r}) has no firmware build; use an "
+                           "emulated target (qemu-m3, qemu-m4, qemu-m7) or a board (see 'treegen targets')")
+    model = load(args.model)
+    stem = Path(args.model).name.removesuffix(".json")
+    out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    return model, target, out
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB"
+
+
+def _print_size(size, target) -> None:
+    print(f"flash           {_kib(size.flash)} of {target.flash_kb} KiB "
+          f"({100 * size.flash / target.flash_bytes:.1f} %)")
+    print(f"RAM             {_kib(size.ram)} of {target.ram_kb} KiB ({100 * size.ram / target.ram_bytes:.1f} %; "
+          "static data + stack reserve)")
+
+
+def _build_firmware(model, target, out: Path, args) -> Path:
+    """Write the project and build it (emulated targets, or boards whose platform is installed)."""
+    from . import platformio as pio
+
+    pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant)
+    t0 = time.perf_counter()
+    elf = pio.build(out, verbose=args.verbose, target=target)
+    seconds = time.perf_counter() - t0
+    size = pio.check_size(elf, target)
+    print(f"firmware        {elf}")
+    _print_size(size, target)
+    print(f"build time      {seconds:.1f} s")
+    return elf
+
+
+def cmd_build(args) -> int:
+    from . import platformio as pio
+
+    model, target, out = _firmware_project(args)
+    print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
+    print(f"target          {target.name}  ({target.kind}: {target.description})")
+    print(f"project         {out}")
+    platform = target.platformio.get("platform", "")
+    if target.kind == "emulated" or pio.platform_installed(platform):
+        _build_firmware(model, target, out, args)
+        if target.kind == "emulated":
+            print(f"run             treegen flash {args.model} --target {target.name} -o {out}")
+    else:
+        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant)
+        print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "
+              "registry is reachable, build and upload with:")
+        print(f"                {' '.join(pio.upload_command(out))}")
+    return 0
+
+
+def _emulated_firmware(model, target, out: Path, args) -> Path:
+    """The project's firmware.elf, rebuilt unless it is up to date for this model/layout/variant."""
+    from . import platformio as pio
+
+    elf = out / ".pio" / "build" / pio.env_name(target) / "firmware.elf"
+    try:
+        ini = (out / "platformio.ini").read_text(encoding="utf-8")
+    except OSError:
+        ini = ""
+    current = f"model {model.hash()}  layout {args.layout}  variant {args.variant}" in ini and \
+        f"; target {target.name}:" in ini
+    if current and elf.is_file():
+        print(f"firmware        {elf}  (up to date)")
+        return elf
+    return _build_firmware(model, target, out, args)
+
+
+def cmd_flash(args) -> int:
+    from . import platformio as pio
+
+    model, target, out = _firmware_project(args)
+    if target.kind == "board":
+        import subprocess
+
+        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant)
+        cmd = pio.pio_command() + pio.upload_command(out, port=args.port)[1:]
+        print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
+        try:
+            rc = subprocess.run(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL).returncode
+        except OSError as exc:
+            raise TreegenError(f"cannot run PlatformIO: {exc.strerror or exc}") from None
+        if rc != 0:
+            raise TreegenError(f"pio run -t upload failed (exit {rc}); see PlatformIO's output above")
+        return 0
+
+    from .emulator import QemuBoard
+
+    port = None
+    if args.port is not None:
+        try:
+            port = int(args.port)
+        except ValueError:
+            raise TreegenError(f"--port for an emulated target is a TCP port number, got {args.port!r}") from None
+        if not 1 <= port <= 65535:
+            raise TreegenError(f"--port must be 1..65535, got {port}")
+    elf = _emulated_firmware(model, target, out, args)
+
+    def _stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _stop)   # SIGTERM too must not leave QEMU running
+    try:
+        with QemuBoard(target, elf, port=port) as board:
+            print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
+            print(f"serial          {board.url}")
+            print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
+                  flush=True)
+            try:
+                rc = board.wait()
+            except KeyboardInterrupt:
+                print("stopped", flush=True)
+                return 0
+            err = " ".join(board.stderr().split())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
 
 
 # ---------------------------------------------------------------------- entry point
