@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Set up, then run the main job end to end on a shared dataset:
-#   fit (EFTI) -> eval -> show, plus a 5-fold cross-validation.
-# Output goes to ./out (override with OUT=dir).
+#   fit (EFTI, native engine) -> export (fixed-point C) -> build (PlatformIO, offline)
+#   -> emulated Cortex-M4 (QEMU mps2-an386) -> HIL report (device == Python fixed-point model).
+# Output goes to ./out (override with OUT=dir; DATA=... picks another dataset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 DATA=${DATA:-../shared/datasets/veh.csv.gz}
 OUT=${OUT:-out}
+TARGET=${TARGET:-qemu-m4}
 mkdir -p "$OUT"
 set -x
-treegen fit "$DATA" --algo efti --max-iter 50000 --oversize-weight 0.05 --seed 1 -o "$OUT/model.json" --json "$OUT/fit.json"
+treegen fit "$DATA" --algo efti --max-iter 200000 --oversize-weight 0.05 --seed 1 -o "$OUT/model.json" --json "$OUT/fit.json"
 treegen eval "$OUT/model.json" "$DATA" --json "$OUT/eval.json"
 treegen show "$OUT/model.json"
-treegen cv "$DATA" --algo efti --folds 5 --repeats 1 --max-iter 20000 --oversize-weight 0.05 --seed 1 --jobs 2 --json "$OUT/cv.json"
+treegen export "$OUT/model.json" --target "$TARGET" --data "$DATA" -o "$OUT/c" --json "$OUT/export.json"
+treegen build "$OUT/model.json" --target "$TARGET" -o "$OUT/firmware"
+treegen hil "$OUT/model.json" --target "$TARGET" --data "$DATA" --json "$OUT/hil.json" --junit "$OUT/hil.xml"
