@@ -61,6 +61,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--ccp-alpha", type=float, default=0.01, help="CART pruning strength")
+    ap.add_argument("--dipole", choices=("global", "node"), default="global",
+                    help="EFTI: where new nodes' mixed dipoles are drawn from")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "paper_table"))
@@ -69,7 +71,8 @@ def main(argv=None) -> int:
     acc_ref = read_reference("efti_paper_accuracy.csv")
     size_ref = read_reference("efti_paper_size.csv")
     common = ["--folds", str(a.folds), "--repeats", str(a.repeats), "--seed", str(a.seed)]
-    efti_args = ["--algo", "efti", "--max-iter", str(a.iters), "--oversize-weight", str(a.ko), *common]
+    efti_args = ["--algo", "efti", "--max-iter", str(a.iters), "--oversize-weight", str(a.ko),
+                 "--dipole", a.dipole, *common]
     cart_args = ["--algo", "cart", "--ccp-alpha", str(a.ccp_alpha), *common]
 
     rows, results = [], []
@@ -101,10 +104,10 @@ def main(argv=None) -> int:
     header = [
         f"# EFTI vs the published EFTI/OC1 results ({a.folds}-fold CV x {a.repeats} repeats)",
         "",
-        f"Command: `python bench/paper_table.py --iters {a.iters} --ko {a.ko} --repeats {a.repeats} "
-        f"--jobs {a.jobs} --ccp-alpha {a.ccp_alpha} --seed {a.seed}`  ({elapsed:.0f} s)",
+        f"Command: `python bench/paper_table.py --iters {a.iters} --ko {a.ko} --dipole {a.dipole} "
+        f"--repeats {a.repeats} --jobs {a.jobs} --ccp-alpha {a.ccp_alpha} --seed {a.seed}`  ({elapsed:.0f} s)",
         "",
-        f"treegen EFTI: {a.iters} iterations, oversize weight Ko = {a.ko}; treegen CART: gini, "
+        f"treegen EFTI: {a.iters} iterations, oversize weight Ko = {a.ko}, dipole {a.dipole}; treegen CART: gini, "
         f"ccp_alpha = {a.ccp_alpha}. Paper: 5x5-fold CV, EFTI 500k iterations. Accuracy in %, mean ± 95 % CI.",
         "",
         "| set | EFTI acc | EFTI leaves | paper EFTI acc | paper EFTI leaves | paper OC1 acc | paper OC1 leaves "
@@ -117,7 +120,7 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(text)
     out.with_suffix(".json").write_text(json.dumps(
-        {"iters": a.iters, "ko": a.ko, "repeats": a.repeats, "folds": a.folds, "ccp_alpha": a.ccp_alpha,
+        {"iters": a.iters, "ko": a.ko, "dipole": a.dipole, "repeats": a.repeats, "folds": a.folds, "ccp_alpha": a.ccp_alpha,
          "seed": a.seed, "elapsed_s": round(elapsed, 1), "met_both": both, "results": results}, indent=1))
     print(summary)
     return 0
