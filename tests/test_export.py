@@ -245,9 +245,25 @@ def test_size_not_measured_without_a_compiler(tmp_path, monkeypatch):
 
 def test_f32_report_and_sizes(tmp_path):
     rep = export_model(small_models()["oblique"], tmp_path, target="cortex-m4", dtype="f32")
-    assert rep.dtype == "f32" and rep.acc_bits is None and rep.exact is None
+    assert rep.dtype == "f32" and rep.acc_bits is None
+    assert rep.exact is False and rep.trees[0]["exact"] is False  # oblique: scaling folded, measured
     assert rep.flash_bytes and ".text.tg_demo_predict_f32" in rep.sections
-    assert any(n.startswith("f32:") for n in rep.notes)
+    assert not any("offset" in k or "scale" in k for k in rep.sections)  # no scaling on the device
+    assert any(n.startswith("f32: oblique") for n in rep.notes)
+    rep = export_model(small_models()["axis"], tmp_path / "a", target="cortex-m4", dtype="f32")
+    assert rep.exact is True and rep.trees[0]["exact"] is True  # raw-unit thresholds: exact
+    assert any(n.startswith("f32: axis") for n in rep.notes)
+
+
+def test_f32_report_agreement(tmp_path):
+    """With data, the f32 report gives its measured agreement with the float model (and accuracy)."""
+    model = make_model([small_axis_tree()], 3, 3, classes=[1, 2, 3])
+    X = np.random.default_rng(4).integers(0, 32768, (300, 3)).astype(float)
+    y = np.asarray(model.predict(X))
+    rep = export_model(model, tmp_path, target="cortex-m4", dtype="f32", data=(X, y), measure=False)
+    assert rep.agreement == {"rows": 300, "f32_vs_float_pct": 100.0, "accuracy_float_pct": 100.0,
+                             "accuracy_f32_pct": 100.0}
+    assert any("100.00 % agreement with the float model (300 rows)" in n for n in rep.notes)
 
 
 def test_deep_tree_no_recursion(tmp_path):

@@ -17,6 +17,7 @@ from export_models import (ARM_CPUS, DSP_CPUS, make_model, random_tree, require,
 
 from treegen import targets
 from treegen.export import STRICT_CFLAGS, export_model
+from treegen.scaling import InputScaling
 
 
 def _mixed_model():
@@ -117,3 +118,40 @@ def test_q15_path_has_no_float(layout, compilers, tmp_path):
         elif "__aeabi_f" in line or "__aeabi_d" in line:
             float_users.add(section)
     assert float_users == {".text.tg_mixed_predict"}, float_users
+
+
+def _axis_minmax_model():
+    """Axis trees on physical-unit features (min-max scaling, one negative scale, one constant feature)."""
+    rng = np.random.default_rng(9)
+    trees = [random_tree(rng, 6, 3, 20, "axis"), random_tree(rng, 6, 3, 7, "axis")]
+    scaling = InputScaling(np.array([-40.0, 0.0, 1e5, 3.5, 0.0, -2.0]),
+                           np.array([1e-2, 1 / 32768, 1e-3, 0.0, -0.25, 7.0]))
+    return make_model(trees, 6, 3, scaling=scaling, dataset="axisraw.csv")
+
+
+@pytest.mark.parametrize("layout", ["table", "unrolled"])
+def test_f32_path_has_no_double_and_axis_trees_no_float(layout, compilers, tmp_path):
+    """dtype f32: no double-precision arithmetic sneaks in -- on Cortex-M4 (single-precision FPU) and
+    M0+ a double operation would be a call to a soft-float routine __aeabi_d*, and -Wdouble-promotion
+    flags any implicit promotion. Axis-only models use no float routine at all on the FPU-less M0+:
+    their tests compare bit patterns (and no input scaling runs on the device)."""
+    objdump = require("arm-none-eabi-objdump")
+    cases = [(_mixed_model(), "mixed", "cortex-m4", ("__aeabi_d",)),
+             (_mixed_model(), "mixed", "cortex-m0plus", ("__aeabi_d",)),
+             (_axis_minmax_model(), "axisraw", "cortex-m4", ("__aeabi_",)),
+             (_axis_minmax_model(), "axisraw", "cortex-m0plus", ("__aeabi_",))]
+    for k, (model, name, cpu, forbidden) in enumerate(cases):
+        out = tmp_path / f"c{k}"
+        export_model(model, out, target=cpu, layout=layout, dtype="f32", measure=False)
+        obj = out / f"{name}.o"
+        run_cc([compilers["arm"], *targets.get(cpu).cflags, *STRICT_CFLAGS, "-Wdouble-promotion",
+                "-ffunction-sections", "-fdata-sections", "-c", str(out / f"{name}.c"), "-o", str(obj)])
+        relocs = subprocess.run([objdump, "-r", str(obj)], capture_output=True, text=True, check=True).stdout
+        calls = sorted({w for line in relocs.splitlines() for w in line.split()
+                        if w.startswith((*forbidden, "memcpy"))})
+        assert calls == [], f"{name} on {cpu}: {calls}"
+        asm = subprocess.run([objdump, "-d", str(obj)], capture_output=True, text=True, check=True).stdout
+        assert ".f64" not in asm
+        if name == "axisraw":
+            assert "vcmp" not in asm and "vldr" not in asm  # integer compares only
+            assert "_offset" not in relocs and "_scale" not in relocs

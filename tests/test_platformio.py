@@ -185,7 +185,7 @@ def test_too_big_message_from_linker_log():
     log = ("ld: firmware.elf section `.text' will not fit in region `FLASH'\n"
            "ld: region `FLASH' overflowed by 2048 bytes\n")
     assert tpio._too_big_from_log(log, t) == "model too big for qemu-m3: needs 4098.0 KiB flash, has 4096 KiB"
-    assert "needs 66.0 KiB RAM, has 64 KiB" in tpio._too_big_from_log("region `RAM' overflowed by 2048 bytes", t)
+    assert "needs 4098.0 KiB RAM, has 4096 KiB" in tpio._too_big_from_log("region `RAM' overflowed by 2048 bytes", t)
     assert tpio._too_big_from_log("undefined reference to `x'", t) is None
 
 
@@ -205,7 +205,7 @@ def test_offline_build_produces_an_elf(m4):
     # the vector table sits at 0 and Reset_Handler is a Thumb address inside the image
     image = (m4.elf.parent / "firmware.bin").read_bytes()
     sp, reset = int.from_bytes(image[0:4], "little"), int.from_bytes(image[4:8], "little")
-    assert sp == 0x20000000 + 64 * 1024 and reset & 1 and reset < len(image)
+    assert sp == 0x20000000 + 4096 * 1024 and reset & 1 and reset < len(image)   # top of mps.ssram23 (4 MiB)
 
 
 def test_rebuild_is_a_no_op(m4):
@@ -274,7 +274,7 @@ def test_cli_build_emulated(m4, tmp_path, capsys, monkeypatch):
     assert cli.main(["build", str(model_file), "--target", "qemu-m4", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "firmware" in text and str(out / ".pio" / "build" / "qemu_m4" / "firmware.elf") in text
-    assert "KiB of 4096 KiB" in text and "KiB of 64 KiB" in text
+    assert "KiB of 4096 KiB" in text   # flash and RAM are both 4 MiB on the mps2 boards
     assert f"treegen flash {model_file} --target qemu-m4" in text
 
 

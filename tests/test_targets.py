@@ -64,7 +64,7 @@ def test_emulated_targets(name):
     assert t.emulator["machine"] == machine and t.emulator["uart_base"] == 0x40004000
     assert "shift=0,align=off,sleep=off" in t.emulator["args"]
     assert t.platformio["platform"] == "treegen-qemu"
-    assert t.ram_kb == 64 and t.clock_hz == 25_000_000
+    assert t.ram_kb == 4096 and t.clock_hz == 25_000_000   # mps.ssram23 at 0x20000000 (QEMU info mtree)
 
 
 @pytest.mark.parametrize("name", sorted(BOARDS))

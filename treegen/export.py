@@ -13,6 +13,16 @@ Layouts:
 ``unrolled``  one labelled block per internal node, connected by ``goto``; oblique nodes emit only
               their non-zero weight terms. No recursion in the generator or the generated code.
 
+dtype ``f32`` (raw float32 inputs, no input scaling on the device):
+``axis`` trees   each Q15 test ``q(x) <= T`` becomes a test of the raw input ``x <= t``, ``t`` the
+                 largest float32 whose Q15 value (``InputScaling.to_q15``, float64) is ``<= T``,
+                 found by binary search over the float32 values (:func:`f32_axis_split`): the same
+                 branch as the Q15 model for *every* float32 input. The C compares IEEE-754 bit
+                 patterns as integers (one load, one compare: no FPU or soft-float needed).
+``oblique`` trees the scaling folded into float32 weights and thresholds (:func:`_f32_fold`); this
+                 skips the Q15 snapping and clipping, so agreement is measured, not exact.
+:func:`predict_f32` is the Python model of that C, bit for bit.
+
 Variants (oblique q15 trees only; axis trees need no multiply-accumulate):
 ``scalar``    portable C99 multiply-accumulate.
 ``dsp``       ARMv7E-M dual 16-bit MAC (``__smlad`` / ``__smlald`` of ``<arm_acle.h>``, CMSIS's
@@ -22,6 +32,7 @@ Variants (oblique q15 trees only; axis trees need no multiply-accumulate):
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -69,7 +80,8 @@ class ExportReport:
     n_classes: int
     trees: list                       # per tree: kind, internal nodes, leaves, depth, acc_bits, acc_bound, exact
     acc_bits: int | None              # widest accumulator (q15 oblique), 16 = no accumulator, None for f32
-    exact: bool | None                # every integer test provably equals its float test (q15)
+    exact: bool | None                # q15: every integer test provably equals its float test; f32: every
+                                      # test takes the Q15 model's branch on every float32 input (axis trees)
     unresolved_rows: list             # data rows that cannot keep their float side after quantisation
     field_types: dict                 # child reference / feature index C types
     estimated_bytes: int              # tables (+ an estimate of unrolled code), used for the flash check
@@ -150,12 +162,18 @@ def _pairs(weights_row: np.ndarray) -> tuple[list, list]:
     return pairs, singles
 
 
-def _mark_constant_tests(nodes: list, type_max: int) -> None:
-    """Flag tests that hold for every value of the compared type (threshold == its maximum) and the
-    nodes they make unreachable: the unrolled layout emits a plain jump there (a literal comparison
-    would be always true, which C compilers rightly warn about) and drops the dead blocks."""
+def _mark_constant_tests(nodes: list, type_max: int | None, type_min: int | None = None) -> None:
+    """Flag tests whose outcome is fixed: ``always_left`` (threshold >= the compared type's maximum),
+    ``always_right`` (threshold < ``type_min``, when given) and the nodes they make unreachable. The
+    unrolled layout emits a plain jump there (a literal comparison would be always true or false,
+    which C compilers rightly warn about) and drops the dead blocks. Nodes that already carry
+    ``always_left`` / ``always_right`` keep them (``type_max`` None: f32 nodes, flagged beforehand)."""
     for n in nodes:
-        n["always_left"] = n["threshold"] >= type_max
+        if type_max is not None:
+            n["always_left"] = n["threshold"] >= type_max
+            n["always_right"] = type_min is not None and n["threshold"] < type_min
+        n.setdefault("always_left", False)
+        n.setdefault("always_right", False)
         n["reachable"] = False
     if not nodes:
         return
@@ -163,7 +181,12 @@ def _mark_constant_tests(nodes: list, type_max: int) -> None:
     while stack:
         n = nodes[stack.pop()]
         n["reachable"] = True
-        children = [n["left"]] if n["always_left"] else [n["left"], n["right"]]
+        if n["always_left"]:
+            children = [n["left"]]
+        elif n["always_right"]:
+            children = [n["right"]]
+        else:
+            children = [n["left"], n["right"]]
         stack.extend(c for c in children if c >= 0)
 
 
@@ -184,58 +207,208 @@ def _q15_tree_data(index: int, qt, tree) -> dict:
             node["acc_bound"] = _acc_bound(row)
         nodes.append(node)
     acc_bits = int(qt.acc_bits) if kind == "oblique" else 16
-    _mark_constant_tests(nodes, (1 << (acc_bits - 1)) - 1)
+    # axis tests compare the input as uint16_t (0..32767 by contract): T = -1 is a constant "right"
+    _mark_constant_tests(nodes, (1 << (acc_bits - 1)) - 1, 0 if kind == "axis" else None)
     return {
         "index": index, "kind": kind, "root": int(qt.root), "n_internal": n_int,
         "n_leaves": tree.n_leaves, "depth": tree.depth, "leaf_class": int(-qt.root - 1) if qt.root < 0 else -1,
         "acc_bits": acc_bits,
         "acc_bound": max((n["acc_bound"] for n in nodes), default=0) if kind == "oblique" else 0,
         "exact": bool(qt.exact), "nodes": nodes,
-        "uses_acc": kind == "oblique" and any(n["reachable"] and not n["always_left"] for n in nodes),
+        "uses_acc": kind == "oblique" and any(n["reachable"] and not n["always_left"] and not n["always_right"]
+                                              for n in nodes),
     }
 
 
-def _f32_tree_data(index: int, tree) -> dict:
-    """The float tree in pre-order with the same child-reference convention as the q15 trees."""
-    order = tree.preorder()
-    internal = [n for n in order if tree.left[n] != LEAF]
-    pos = {n: i for i, n in enumerate(internal)}
+# ---------------------------------------------------------------------- f32: tests on raw inputs
+# float32 values are searched through their *ordinals*: ..., -FLT_MAX, ..., -0 == +0 == 0, ...,
+# FLT_MAX, +inf; consecutive ordinals are consecutive float32 values.
+_F32_INF_ORD = 0x7F800000
+_F32_MAX = float(np.finfo(np.float32).max)
+_KEY_ALL = 0xFFFFFFFF  # the monotone key every input (NaN included) is <= : "always left"
 
-    def ref(n: int) -> int:
-        return pos[n] if tree.left[n] != LEAF else -int(tree.leaf_class[n]) - 1
 
-    axis = tree.is_axis_parallel()
-    nodes = []
-    for i, n in enumerate(internal):
-        w = tree.weights[n]
-        nz = [int(j) for j in np.flatnonzero(w)]
-        node = {"index": i, "threshold": f32_literal(tree.threshold[n]),
-                "left": ref(int(tree.left[n])), "right": ref(int(tree.right[n])),
-                "terms": [{"feature": j, "weight": f32_literal(w[j])} for j in nz]}
-        if axis:
-            j = nz[0] if nz else 0
-            node["feature"] = j
-            node["weight"] = f32_literal(w[j])
+def _f32_of_ordinal(o: int) -> np.float32:
+    bits = o if o >= 0 else 0x80000000 | -o
+    return np.array([bits], dtype=np.uint32).view(np.float32)[0]
+
+
+def f32_bits(v) -> int:
+    """The IEEE-754 binary32 bit pattern of ``v`` (rounded to float32) as an unsigned int."""
+    return int(np.array([v], dtype=np.float32).view(np.uint32)[0])
+
+
+def f32_key(bits):
+    """Monotone unsigned key of binary32 bit patterns (int or array): ``a <= b`` as floats (not NaN)
+    implies ``key(a) <= key(b)``; -0 sorts just below +0, a NaN beyond +-inf on the side of its sign.
+    The C table layout computes ``key - 2**31`` as int32_t (``tg_<name>_key``): the same order."""
+    b = np.asarray(bits, dtype=np.int64)
+    key = np.where(b >= 0x80000000, 0xFFFFFFFF - b, b | 0x80000000)
+    return int(key) if key.ndim == 0 else key
+
+
+def q15_of_raw(x, offset: float, scale: float):
+    """``InputScaling.to_q15`` of one feature, the same float64 operations in the same order
+    (``rint((x - offset) * scale * 32768)`` clipped to 0..32767), extended to +-inf inputs (a NaN,
+    i.e. +-inf with scale 0, or a NaN input, gives 0 as in the C Q15 scaling)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = np.rint((np.asarray(x, dtype=np.float64) - offset) * scale * Q15_ONE)
+    return np.clip(np.where(np.isnan(v), 0.0, v), 0, Q15_MAX)
+
+
+def f32_axis_split(offset: float, scale: float, T: int) -> tuple:
+    """The Q15 test ``q(x) <= T`` (``q`` as :func:`q15_of_raw`) as a test of the raw float32 input.
+
+    Returns ``("left", None)`` / ``("right", None)`` when every float32 input (+-inf included) takes
+    that side, ``("le", t)``: left iff ``x <= t``, or ``("gt", t)``: left iff ``x > t`` (negative
+    scale). ``t`` is found by binary search over the float32 ordinals: ``q`` is monotone in ``x``
+    (every float64 operation in it is), so exactly the ordinals up to ``t`` take one side. For
+    positive scales ``t`` is the largest float32 with ``q(t) <= T``.
+    """
+    if T >= Q15_MAX or (scale == 0.0 and T >= 0):
+        return "left", None  # q <= 32767 always; scale 0: q == 0
+    if T < 0:
+        return "right", None  # q >= 0 always
+
+    def left(o: int) -> bool:
+        return bool(q15_of_raw(_f32_of_ordinal(o), offset, scale) <= T)
+
+    lo, hi = -_F32_INF_ORD, _F32_INF_ORD
+    rising = scale > 0  # q non-decreasing in x: the left side is x <= t
+    first, last = left(lo), left(hi)
+    if first == last:
+        return ("left", None) if first else ("right", None)
+    while hi - lo > 1:  # invariant: left(lo) == first != left(hi)
+        mid = (lo + hi) // 2
+        if left(mid) == first:
+            lo = mid
         else:
-            node["weights"] = [f32_literal(v) for v in w]
-        nodes.append(node)
-    root = ref(0)
+            hi = mid
+    return ("le" if rising else "gt"), _f32_of_ordinal(lo)
+
+
+def _f32_comment(t: np.float32) -> str:
+    return "-inf" if np.isneginf(t) else ("inf" if np.isposinf(t) else f32_literal(t))
+
+
+def _f32_axis_node(i: int, feature: int, T: int, left: int, right: int, scaling) -> dict:
+    op, t = f32_axis_split(float(scaling.offset[feature]), float(scaling.scale[feature]), int(T))
+    if op == "gt":  # left iff x > t  <=>  right iff x <= t
+        left, right = right, left
+    node = {"index": i, "feature": int(feature), "left": int(left), "right": int(right), "q15_threshold": int(T),
+            "always_left": op == "left", "always_right": op == "right"}
+    if op in ("left", "right"):
+        if op == "right":  # as a table entry: swap and take the key every input is <= of
+            left, right = right, left
+        node.update(key=_KEY_ALL, skey=_KEY_ALL - (1 << 31), table_left=int(left), table_right=int(right),
+                    cmp="", bits="", t="")
+        return node
+    bits = f32_bits(t)
+    # x <= t on the bits: for t >= +0 as signed int32 (every negative input is below), for t < 0 as
+    # unsigned (x <= t < 0 <=> x is negative with at least t's magnitude <=> bits(x) >= bits(t))
+    key = f32_key(bits)  # the table layout's C key is the same order, signed: key - 2^31
+    node.update(key=key, skey=key - (1 << 31), table_left=int(left), table_right=int(right), t=_f32_comment(t),
+                cmp="s" if bits < 0x80000000 else "u", bits=f"0x{bits:08X}")
+    return node
+
+
+def _f32_fold(tree, n: int, scaling) -> tuple[np.ndarray, np.float32]:
+    """Oblique node ``n``: the input scaling folded into float32 weights and threshold,
+    ``w'_i = w_i * scale_i``, ``theta' = theta + sum_i w_i * scale_i * offset_i`` (float64, then
+    rounded to float32), so that the test runs on raw inputs."""
+    w = np.asarray(tree.weights[n], dtype=np.float64) * scaling.scale
+    theta = math.fsum([float(tree.threshold[n]), *(w * scaling.offset).tolist()])
+    w32 = np.clip(w, -_F32_MAX, _F32_MAX).astype(np.float32)
+    return w32, np.float32(min(max(theta, -_F32_MAX), _F32_MAX))
+
+
+def _f32_tree_data(index: int, tree, scaling) -> dict:
+    """A float tree as f32 template data, in pre-order with the child references of the q15 trees.
+
+    Axis trees: each test becomes an exact test of the raw float32 input (:func:`f32_axis_split`)
+    on the quantised tree's integer thresholds. Oblique trees: scaling folded into the weights.
+    """
+    axis = tree.is_axis_parallel()
+    if axis:
+        qt = _quantize.quantize_tree(tree)
+        nodes = [_f32_axis_node(i, int(qt.feature[i]), int(qt.threshold[i]), int(qt.left[i]), int(qt.right[i]),
+                                scaling) for i in range(qt.n_internal)]
+        root = int(qt.root)
+    else:
+        order = tree.preorder()
+        internal = [n for n in order if tree.left[n] != LEAF]
+        pos = {n: i for i, n in enumerate(internal)}
+
+        def ref(n: int) -> int:
+            return pos[n] if tree.left[n] != LEAF else -int(tree.leaf_class[n]) - 1
+
+        nodes = []
+        for i, n in enumerate(internal):
+            w32, thr32 = _f32_fold(tree, n, scaling)
+            nz = [int(j) for j in np.flatnonzero(tree.weights[n])]
+            nodes.append({"index": i, "left": ref(int(tree.left[n])), "right": ref(int(tree.right[n])),
+                          "w32": w32, "thr32": thr32, "threshold": f32_literal(thr32),
+                          "weights": [f32_literal(v) for v in w32],
+                          "terms": [{"feature": j, "weight": f32_literal(w32[j])} for j in nz]})
+        root = ref(0)
+    _mark_constant_tests(nodes, None)
     kind = "leaf" if root < 0 else ("axis" if axis else "oblique")
-    return {"index": index, "kind": kind, "root": root, "n_internal": len(internal), "n_leaves": tree.n_leaves,
+    return {"index": index, "kind": kind, "root": root, "n_internal": len(nodes), "n_leaves": tree.n_leaves,
             "depth": tree.depth, "leaf_class": -root - 1 if root < 0 else -1, "acc_bits": 0, "acc_bound": 0,
-            "exact": False, "nodes": nodes}
+            "exact": kind != "oblique", "nodes": nodes}
+
+
+def predict_f32(trees: list, X, n_classes: int) -> np.ndarray:
+    """Class indices computed exactly as the generated f32 C does (``trees``: the ``_f32_tree_data``
+    of every tree; ``X``: raw rows, rounded to float32 as the C receives them). Majority vote, ties
+    -> lowest index."""
+    X32 = np.asarray(X, dtype=np.float32)
+    if X32.ndim != 2:
+        raise TreegenError(f"expected a 2-D array of rows, got shape {X32.shape}")
+    keys = f32_key(X32.view(np.uint32).astype(np.int64))
+    votes = np.zeros((X32.shape[0], n_classes), dtype=np.int64)
+    all_rows = np.arange(X32.shape[0])
+    for t in trees:
+        ref = np.full(X32.shape[0], t["root"], dtype=np.int64)
+        if t["kind"] == "axis":
+            feat = np.array([n["feature"] for n in t["nodes"]], dtype=np.int64)
+            key = np.array([n["key"] for n in t["nodes"]], dtype=np.int64)
+            left = np.array([n["table_left"] for n in t["nodes"]], dtype=np.int64)
+            right = np.array([n["table_right"] for n in t["nodes"]], dtype=np.int64)
+        elif t["kind"] == "oblique":
+            W = np.array([n["w32"] for n in t["nodes"]], dtype=np.float32)
+            thr = np.array([n["thr32"] for n in t["nodes"]], dtype=np.float32)
+            left = np.array([n["left"] for n in t["nodes"]], dtype=np.int64)
+            right = np.array([n["right"] for n in t["nodes"]], dtype=np.int64)
+        active = np.flatnonzero(ref >= 0)
+        while active.size:
+            node = ref[active]
+            if t["kind"] == "axis":
+                go_left = keys[active, feat[node]] <= key[node]
+            else:
+                acc = np.zeros(active.size, dtype=np.float32)
+                with np.errstate(all="ignore"):
+                    for j in range(X32.shape[1]):  # left to right, every product and sum rounded to float32
+                        acc = acc + W[node, j] * X32[active, j]
+                go_left = acc <= thr[node]
+            ref[active] = np.where(go_left, left[node], right[node])
+            active = active[ref[active] >= 0]
+        votes[all_rows, -ref - 1] += 1
+    return votes.argmax(axis=1)
 
 
 def _estimate_bytes(trees: list, layout: str, dtype: str, n_features: int, n_classes: int,
                     ref_bytes: int, feat_bytes: int) -> int:
     """Flash estimate: node tables (table layout) or a code-size model (unrolled), plus scaling and labels."""
-    total = n_features * 8 + n_classes * 8  # offset/scale floats; label pointers and short strings
+    total = n_classes * 8  # label pointers and short strings
+    if dtype == "q15":
+        total += n_features * 8  # offset/scale floats of the raw-input wrapper (f32 has none)
     for t in trees:
         for node in t["nodes"]:
             if layout == "table":
                 total += 2 * ref_bytes
                 if t["kind"] == "axis":
-                    total += (8 if dtype == "f32" else 2) + feat_bytes
+                    total += (4 if dtype == "f32" else 2) + feat_bytes
                 else:
                     total += n_features * (4 if dtype == "f32" else 2)
                     total += 4 if dtype == "f32" else t["acc_bits"] // 8
@@ -275,7 +448,7 @@ def build_context(model: Model, *, name: str, target: _targets.Target, layout: s
         trees = [_q15_tree_data(k, qt, t) for k, (qt, t) in enumerate(zip(qtrees, model.trees))]
         lo, hi = _ref_range(qtrees)
     else:
-        trees = [_f32_tree_data(k, t) for k, t in enumerate(model.trees)]
+        trees = [_f32_tree_data(k, t, model.scaling) for k, t in enumerate(model.trees)]
         lo = -n_classes
         hi = max(max(t["n_internal"] - 1, 0) for t in trees)
     ref_t = int_type(lo, hi, f"child reference ({hi + 1} internal nodes, {n_classes} classes)")
@@ -308,13 +481,13 @@ def build_context(model: Model, *, name: str, target: _targets.Target, layout: s
         "vote_t": "unsigned int",
     }
     if examples is not None:
-        X_raw, X_q, expected = examples
-        ctx["examples"] = [
-            {"raw": [f32_literal(v) for v in X_raw[r]], "q15": [int(v) for v in X_q[r]],
-             "expected": int(expected[r])}
-            for r in range(X_raw.shape[0])
-        ]
+        ctx["examples"] = _examples(*examples)
     return ctx
+
+
+def _examples(X_raw: np.ndarray, X_q: np.ndarray, expected: np.ndarray) -> list:
+    return [{"raw": [f32_literal(v) for v in X_raw[r]], "q15": [int(v) for v in X_q[r]], "expected": int(expected[r])}
+            for r in range(X_raw.shape[0])]
 
 
 # ---------------------------------------------------------------------- size measurement
@@ -400,12 +573,13 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     unresolved = sorted({int(r) for qt in qtrees for r in qt.unresolved_rows})
 
     ex_raw, ex_q = _example_rows(model, None if data is None else (X_raw,))
+    ctx = build_context(model, name=ident, target=tgt, layout=layout, dtype=dtype, variant=variant,
+                        qtrees=qtrees if dtype == "q15" else None)
     if dtype == "q15":
         ex_expected = predict_fixed(qtrees, ex_q, model.n_classes)
     else:
-        ex_expected = model.predict_index(ex_raw)
-    ctx = build_context(model, name=ident, target=tgt, layout=layout, dtype=dtype, variant=variant,
-                        qtrees=qtrees if dtype == "q15" else None, examples=(ex_raw, ex_q, ex_expected))
+        ex_expected = predict_f32(ctx["trees"], ex_raw, model.n_classes)
+    ctx["examples"] = _examples(ex_raw, ex_q, ex_expected)
 
     estimated = _estimate_bytes(ctx["trees"], layout, dtype, model.n_features, model.n_classes,
                                 ctx["ref_t"]["bits"] // 8, ctx["feat_t"]["bits"] // 8)
@@ -435,15 +609,28 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         if dtype == "q15":
             fixed_pred = predict_fixed(qtrees, X_q, model.n_classes)
             agreement["fixed_vs_float_pct"] = 100.0 * float(np.mean(fixed_pred == float_pred))
+        else:  # the f32 C sees the rows rounded to float32
+            f32_pred = predict_f32(ctx["trees"], X_raw, model.n_classes)
+            agreement["f32_vs_float_pct"] = 100.0 * float(np.mean(f32_pred == float_pred))
         if labels is not None and labels.shape[0] == X_raw.shape[0]:
             known = {c: i for i, c in enumerate(model.classes)}
             y = np.array([known.get(v, -1) for v in labels.tolist()], dtype=np.int64)
             agreement["accuracy_float_pct"] = 100.0 * float(np.mean(float_pred == y))
             if dtype == "q15":
                 agreement["accuracy_fixed_pct"] = 100.0 * float(np.mean(fixed_pred == y))
+            else:
+                agreement["accuracy_f32_pct"] = 100.0 * float(np.mean(f32_pred == y))
     if dtype == "f32":
-        notes.append("f32: float32 weights, thresholds and arithmetic; decisions within float32 rounding of a "
-                     "threshold can differ from the float64 model")
+        if ctx["has_axis"]:
+            notes.append("f32: axis trees compare the raw float32 inputs with thresholds converted to raw units "
+                         "at export: the same branch as the Q15 model for every float32 input, no scaling on "
+                         "the device")
+        if ctx["has_oblique"]:
+            notes.append("f32: oblique trees fold the input scaling into float32 weights and thresholds (no Q15 "
+                         "snapping, no clipping): agreement with the float model is measured, not exact")
+        if agreement is not None and "f32_vs_float_pct" in agreement:
+            notes.append(f"f32: {agreement['f32_vs_float_pct']:.2f} % agreement with the float model "
+                         f"({agreement['rows']} rows)")
     if dtype == "q15" and variant == "dsp" and not ctx["has_oblique"]:
         notes.append("variant dsp: the model has no oblique tree, axis tests need no multiply-accumulate")
     if unresolved:
@@ -451,10 +638,11 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
 
     trees_info = [{k: t[k] for k in ("kind", "n_internal", "n_leaves", "depth", "acc_bits", "acc_bound", "exact")}
                   for t in ctx["trees"]]
-    if dtype == "f32":
+    if dtype == "f32":  # exact: every test equals the Q15 model's on every float32 input (axis trees)
         for t in trees_info:
-            t["acc_bits"] = t["acc_bound"] = t["exact"] = None
-        acc_bits = exact = None
+            t["acc_bits"] = t["acc_bound"] = None
+        acc_bits = None
+        exact = all(t["exact"] for t in trees_info)
     else:
         acc_bits = max(t["acc_bits"] for t in ctx["trees"])
         exact = all(bool(qt.exact) for qt in qtrees)

@@ -9,6 +9,8 @@ exported model, and the native (host) build of it.
     tg_port_<uart>.c(pp)         the port of the target's UART kind (target key ``uart``)
     tg_model_glue.h              binds the harness to tg_<name>_predict_q15, counts, hash, names
     tg_harness.c                 main(): port -> parser -> PING/INFO/PREDICT/BENCH -> response
+    (train=...) tg_train.h/.c, tg_efti.h/.c, tg_efti_config.h/.c [, tg_efti_data.h/.c]: on-device
+                                 training (treegen.train_firmware)
 
 Everything comes from ``templates/firmware/`` (Jinja2, StrictUndefined). Port kinds are data:
 ``templates/firmware/ports.toml`` gives each kind's counter width, and the port's C file is
@@ -150,12 +152,15 @@ def _out_dir(out_dir) -> Path:
 
 
 def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model_hash: str, target,
-                   variant: str, max_payload: int | None = None, port: dict | None = None) -> list[Path]:
+                   variant: str, max_payload: int | None = None, port: dict | None = None,
+                   train=None) -> list[Path]:
     """The harness files alone (protocol, port header and port, glue, harness) for a model whose
     ``<name>.h`` (``tg_<name>_predict_q15``, ``TG_<NAME>_N_FEATURES/N_CLASSES``) is provided separately.
 
     ``model_hash``: sha256 hex; ``variant``: the INFO variant string (e.g. ``q15-table-dsp``);
     ``port``: override the port table entry of the target's UART kind (tests: a narrow counter).
+    ``train``: a :class:`treegen.train_firmware.TrainSpec` adds on-device training (the EFTI engine
+    and tg_train.h/.c; glue TG_GLUE_HAS_TRAIN 1); use :func:`write_harness` for its RAM check.
     """
     tgt = _target(target)
     template, port_entry = _resolve_port(tgt)
@@ -190,15 +195,21 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
         "version_c": c_string_body(__version__),
         "variant": variant,
         "variant_c": c_string_body(variant),
+        "has_train": train is not None,
     }
     out = _out_dir(out_dir)
     sources = [f"{FIRMWARE_DIR}/tg_protocol.h", f"{FIRMWARE_DIR}/tg_protocol.c", f"{FIRMWARE_DIR}/tg_port.h",
                template, f"{FIRMWARE_DIR}/tg_model_glue.h.j2", f"{FIRMWARE_DIR}/tg_harness.c"]
-    return [_write(out / Path(t).name.removesuffix(".j2"), render(t, ctx)) for t in sources]
+    files = [_write(out / Path(t).name.removesuffix(".j2"), render(t, ctx)) for t in sources]
+    if train is not None:
+        from .train_firmware import render_train_sources
+
+        files += render_train_sources(out, train)
+    return files
 
 
 def write_harness(model: Model, out_dir, *, target, layout: str = "table", variant: str = "auto",
-                  name: str = "model", max_payload: int | None = None) -> list[Path]:
+                  name: str = "model", max_payload: int | None = None, train=None) -> list[Path]:
     """Write the exported model and the firmware harness for ``target`` into ``out_dir``.
 
     ``target``: a target name or :class:`~treegen.targets.Target` with a ``uart`` key (the port
@@ -206,11 +217,17 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
     protocol carries Q15 rows). ``max_payload``: the largest frame payload (default:
     :func:`default_max_payload`, raised to what the model needs). Returns the written files:
     ``<name>.h``, ``<name>.c``, then the harness files (:func:`render_harness`).
+
+    ``train``: a :class:`treegen.train_firmware.TrainSpec` (``make_train_spec``) adds on-device
+    training. Its RAM need (engine + row buffer + harness + stack) is checked against the target
+    before anything is written: ``TreegenError("training needs N KiB RAM, <target> has M KiB")``.
     """
     from .export import export_model
 
     tgt = _target(target)
     _resolve_port(tgt)                      # fail before exporting when the target has no port
+    if train is not None:
+        train, max_payload = _plan_train(model, tgt, train, max_payload)
     out = _out_dir(out_dir)
     # export into a scratch folder and keep <name>.h/.c (the exporter also writes an example main.c)
     with tempfile.TemporaryDirectory(prefix="treegen-export-") as tmp:
@@ -220,7 +237,26 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
     return written + render_harness(out, name=report.name, n_features=model.n_features, n_classes=model.n_classes,
                                     model_hash=model.hash(), target=tgt,
                                     variant=f"{report.dtype}-{report.layout}-{report.variant}",
-                                    max_payload=max_payload)
+                                    max_payload=max_payload, train=train)
+
+
+def _plan_train(model: Model, tgt: _targets.Target, train, max_payload: int | None):
+    """(spec after the RAM check, max_payload serving the model and the training requests)."""
+    from . import train_firmware as tf
+
+    need = tf.train_payload_need(train)
+    if max_payload is not None and int(max_payload) < need:
+        raise TreegenError(f"max_payload {max_payload} is too small for on-device training on {train.n_attr} "
+                           f"attributes (needs {need} bytes)")
+    model_need = harness_limits(model.n_features, model.n_classes, [tgt.name, __version__, "q15-unrolled-scalar"],
+                                0, explicit=False)["max_payload"]
+    mp = max(int(max_payload) if max_payload is not None else default_max_payload(tgt), need, model_need)
+    if mp > MAX_PAYLOAD_LIMIT:
+        raise TreegenError(f"on-device training on {train.n_attr} attributes needs frames of {mp} bytes, "
+                           f"more than LEN can hold ({MAX_PAYLOAD_LIMIT})")
+    spec, _ = tf.check_ram(train, tgt, max_payload=mp, n_features=model.n_features)
+    tf.check_flash(spec, tgt)
+    return spec, mp
 
 
 def render_protocol(out_dir, *, max_payload: int) -> list[Path]:

@@ -183,11 +183,12 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
 
 
 def write_project(model, out_dir, *, target, layout: str, variant: str, name: str | None = None,
-                  max_payload: int | None = None) -> Path:
+                  max_payload: int | None = None, train=None) -> Path:
     """Write a complete PlatformIO project for ``model`` on ``target``; returns the project folder.
 
     ``layout`` and ``variant`` are passed to :func:`treegen.firmware.write_harness` (and ``name`` /
-    ``max_payload`` when given). A folder previously written by treegen is regenerated (its
+    ``max_payload`` when given; ``train``, a :class:`treegen.train_firmware.TrainSpec`, adds on-device
+    training after a RAM check). A folder previously written by treegen is regenerated (its
     ``.pio`` build cache is kept); any other non-empty folder is refused.
     """
     from . import firmware  # the harness writer (imported late: it pulls in the exporter)
@@ -205,6 +206,8 @@ def write_project(model, out_dir, *, target, layout: str, variant: str, name: st
         kwargs["name"] = name
     if max_payload is not None:
         kwargs["max_payload"] = max_payload
+    if train is not None:
+        kwargs["train"] = train
     firmware.write_harness(model, src, target=t.name, layout=layout, variant=variant, **kwargs)
     if t.kind == "emulated":
         write_baremetal(src)

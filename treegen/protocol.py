@@ -51,10 +51,20 @@ class MsgType(IntEnum):
     INFO = 0x02
     PREDICT = 0x03
     BENCH = 0x04
+    TRAIN_DATA = 0x05          # on-device training (capability bit 2, TRAIN): treegen.train_hil
+    TRAIN = 0x06
+    TREE_GET = 0x07
+    PREDICT_TRAINED = 0x08
+    TRAIN_INFO = 0x09
     PONG = 0x81
     INFO_RESPONSE = 0x82
     PREDICT_RESPONSE = 0x83
     BENCH_RESPONSE = 0x84
+    TRAIN_DATA_RESPONSE = 0x85
+    TRAIN_RESPONSE = 0x86
+    TREE_GET_RESPONSE = 0x87
+    PREDICT_TRAINED_RESPONSE = 0x88
+    TRAIN_INFO_RESPONSE = 0x89
     ERROR = 0xFF
 
 
@@ -63,6 +73,9 @@ class ErrorCode(IntEnum):
     UNKNOWN_TYPE = 2
     BAD_LENGTH = 3
     BAD_PAYLOAD = 4
+    NO_DATA = 5          # TRAIN before any TRAIN_DATA (or from flash when none is compiled in)
+    TOO_LARGE = 6        # more rows / attributes / classes than the device's engine was generated for
+    NOT_TRAINED = 7      # TREE_GET / PREDICT_TRAINED before a successful TRAIN
 
 
 class CounterUnit(IntEnum):

@@ -7,18 +7,54 @@
  *   model     sha256 96c06f9f425925cd97837ff8bf062fa6458f536c7a204e5a19d7deb18c8e4139
  *   target    cortex-m4 (cortex-m4), layout unrolled, dtype f32
  *   trees     1
- *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2
+ *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2, exact on every float32 input
  *
  * Scaling and overflow behaviour
- *   dtype f32: normalised inputs x[i] = q / 32768 (q as in the Q15 path, so exactly on the grid
- *   the model was trained on); weights and thresholds are the float tree's values rounded to
- *   float32; acc = sum_i w[i] * x[i] in float32 (left to right). A row whose float32 acc lies
- *   within float32 rounding of a threshold can take the other branch than the float64 model.
- *   Raw inputs (tg_demo_predict_f32): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   dtype f32: inputs x[i] are the raw float32 features (the model's original units); no input
+ *   scaling runs on the device.
+ *   Axis trees: the Q15 model tests q(x) <= T, q = round((x - offset) * scale * 32768) saturated
+ *   to 0..32767 (float64, round half to even: treegen's input scaling, method "q15").
+ *   At export every such test was turned into x <= t, t the largest float32 with q(t) <= T (the
+ *   children swapped for a negative scale; a plain jump where every input takes one side), so each
+ *   test takes the Q15 model's branch for every float32 input (+-0, subnormals, +-inf included).
+ *   x <= t is evaluated on the IEEE-754 bit patterns as integers, exact and without float
+ *   arithmetic: no FPU or soft-float routine is needed. NaN is outside the contract; it takes the
+ *   branch of +inf when its sign bit is clear, of -inf when set.
  */
 #include "demo.h"
+
+#include <float.h>
+
+/* Axis tests compare IEEE-754 binary32 bit patterns as integers: float must be binary32, stored in
+ * the byte order of int32_t (every Arm Cortex-M and x86 target). Checked at compile time (C99: a
+ * negative array size is an error). The bits are read through a union (C99 6.5.2.3: the bytes are
+ * reinterpreted; a single integer load on every core, also where a 4-byte memcpy stays a call). */
+typedef char tg_demo_float_is_binary32[(sizeof(float) == 4 && FLT_RADIX == 2 && FLT_MANT_DIG == 24
+                                               && FLT_MAX_EXP == 128) ? 1 : -1];
+
+/* the bits of x[i] as int32_t: for t >= +0, x <= t  <=>  sbits(x) <= bits(t) */
+static inline int32_t tg_demo_sbits(const float *x, int i)
+{
+    union {
+        float f;
+        int32_t i;
+    } u;
+
+    u.f = x[i];
+    return u.i;
+}
+
+/* the bits of x[i] as uint32_t: for t < 0, x <= t  <=>  ubits(x) >= bits(t) */
+static inline uint32_t tg_demo_ubits(const float *x, int i)
+{
+    union {
+        float f;
+        uint32_t u;
+    } u;
+
+    u.f = x[i];
+    return u.u;
+}
 
 const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "setosa",
@@ -26,72 +62,13 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "7"
 };
 
-/* Input scaling (q15): q = (x_raw - offset) * scale, scale = the model's scale * 32768 */
-static const float tg_demo_offset[TG_DEMO_N_FEATURES] = {
-    0.0f, /* sepal length */
-    0.0f, /* width * / x */
-    0.0f /* petal */
-};
-static const float tg_demo_scale[TG_DEMO_N_FEATURES] = {
-    1.0f,
-    1.0f,
-    1.0f
-};
-
-/* Raw inputs -> Q15 (float32; round half to even; saturate to 0..32767; NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
+/* tree 0 (axis, 2 internal nodes), unrolled: one block per node; each test is
+ * x[f] <= t on the raw input, done on its bits (see above) */
+int tg_demo_predict_f32(const float *x)
 {
-    int i;
-
-    for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        float v = (x_raw[i] - tg_demo_offset[i]) * tg_demo_scale[i];
-        int32_t r;
-        float frac;
-
-        if (!(v > 0.0f)) {
-            q[i] = 0;
-        } else if (v >= 32767.0f) {
-            q[i] = 32767;
-        } else {
-            r = (int32_t)v; /* v > 0: truncation is floor */
-            frac = v - (float)r; /* exact: v < 2^15 */
-            if (frac > 0.5f || (frac == 0.5f && (r & 1) != 0)) {
-                r++;
-            }
-            q[i] = (int16_t)r;
-        }
-    }
-}
-
-/* tree 0 (axis, 2 internal nodes), unrolled: one block per node */
-static int tg_demo_tree0_f32(const float *x)
-{
-    float acc;
-
-    acc = 1.0f * x[0];
-    if (acc <= 0.5f) goto node_1;
+    if (tg_demo_sbits(x, 0) <= 0x46800100) goto node_1; /* x[0] <= 16384.5 */
     return 1;
 node_1:
-    acc = -2.0f * x[2];
-    if (acc <= -0.75f) return 2;
-    return 0;
-}
-
-/* majority vote over the trees on normalised float inputs */
-static int tg_demo_classify_f32(const float *x)
-{
-    return tg_demo_tree0_f32(x);
-}
-
-int tg_demo_predict_f32(const float *x_raw)
-{
-    int16_t q[TG_DEMO_N_FEATURES];
-    float x[TG_DEMO_N_FEATURES];
-    int i;
-
-    tg_demo_scale_q15(x_raw, q);
-    for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        x[i] = (float)q[i] * 0.000030517578125f; /* q * 2^-15: exact */
-    }
-    return tg_demo_classify_f32(x);
+    if (tg_demo_sbits(x, 2) <= 0x463FFDFF) return 0; /* x[2] <= 12287.499 */
+    return 2;
 }

@@ -7,16 +7,19 @@
  *   model     sha256 96c06f9f425925cd97837ff8bf062fa6458f536c7a204e5a19d7deb18c8e4139
  *   target    cortex-m4 (cortex-m4), layout unrolled, dtype f32
  *   trees     1
- *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2
+ *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2, exact on every float32 input
  *
  * Scaling and overflow behaviour
- *   dtype f32: normalised inputs x[i] = q / 32768 (q as in the Q15 path, so exactly on the grid
- *   the model was trained on); weights and thresholds are the float tree's values rounded to
- *   float32; acc = sum_i w[i] * x[i] in float32 (left to right). A row whose float32 acc lies
- *   within float32 rounding of a threshold can take the other branch than the float64 model.
- *   Raw inputs (tg_demo_predict_f32): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   dtype f32: inputs x[i] are the raw float32 features (the model's original units); no input
+ *   scaling runs on the device.
+ *   Axis trees: the Q15 model tests q(x) <= T, q = round((x - offset) * scale * 32768) saturated
+ *   to 0..32767 (float64, round half to even: treegen's input scaling, method "q15").
+ *   At export every such test was turned into x <= t, t the largest float32 with q(t) <= T (the
+ *   children swapped for a negative scale; a plain jump where every input takes one side), so each
+ *   test takes the Q15 model's branch for every float32 input (+-0, subnormals, +-inf included).
+ *   x <= t is evaluated on the IEEE-754 bit patterns as integers, exact and without float
+ *   arithmetic: no FPU or soft-float routine is needed. NaN is outside the contract; it takes the
+ *   branch of +inf when its sign bit is clear, of -inf when set.
  */
 #ifndef TG_DEMO_H
 #define TG_DEMO_H
@@ -45,8 +48,10 @@ extern "C" {
  */
 extern const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES];
 
-/* Class index (0..TG_DEMO_N_CLASSES-1) for one row of TG_DEMO_N_FEATURES raw float inputs:
- * the model's input scaling, then the tree in float32 arithmetic. */
+/* Class index (0..TG_DEMO_N_CLASSES-1) for one row of TG_DEMO_N_FEATURES raw float inputs (the
+ * model's original units; no scaling runs on the device): axis-parallel trees compare them with
+ * thresholds converted to raw units (the Q15 model's branch for every float32 input), oblique trees
+ * use float32 arithmetic with the scaling folded into their weights. */
 int tg_demo_predict_f32(const float *x_raw);
 
 #ifdef __cplusplus

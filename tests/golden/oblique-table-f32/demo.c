@@ -7,16 +7,16 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m4 (cortex-m4), layout table, dtype f32
  *   trees     1
- *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2
+ *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, agreement measured, not exact
  *
  * Scaling and overflow behaviour
- *   dtype f32: normalised inputs x[i] = q / 32768 (q as in the Q15 path, so exactly on the grid
- *   the model was trained on); weights and thresholds are the float tree's values rounded to
- *   float32; acc = sum_i w[i] * x[i] in float32 (left to right). A row whose float32 acc lies
- *   within float32 rounding of a threshold can take the other branch than the float64 model.
- *   Raw inputs (tg_demo_predict_f32): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   dtype f32: inputs x[i] are the raw float32 features (the model's original units); no input
+ *   scaling runs on the device.
+ *   Oblique trees: acc = sum_i w[i] * x[i] in float32, left to right, compared with T; the input
+ *   scaling is folded in (w[i] = w_model[i] * scale[i], T = theta + sum_i w_model[i] * scale[i] *
+ *   offset[i], each rounded to float32). This skips the snapping of the inputs to the Q15 grid and
+ *   their saturation, so a row near a threshold (or outside the scaled range) can take the other
+ *   branch than the model: agreement is measured, not exact.
  */
 #include "demo.h"
 
@@ -25,43 +25,6 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "quo\"te",
     "7"
 };
-
-/* Input scaling (q15): q = (x_raw - offset) * scale, scale = the model's scale * 32768 */
-static const float tg_demo_offset[TG_DEMO_N_FEATURES] = {
-    0.0f, /* sepal length */
-    0.0f, /* width * / x */
-    0.0f /* petal */
-};
-static const float tg_demo_scale[TG_DEMO_N_FEATURES] = {
-    1.0f,
-    1.0f,
-    1.0f
-};
-
-/* Raw inputs -> Q15 (float32; round half to even; saturate to 0..32767; NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
-{
-    int i;
-
-    for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        float v = (x_raw[i] - tg_demo_offset[i]) * tg_demo_scale[i];
-        int32_t r;
-        float frac;
-
-        if (!(v > 0.0f)) {
-            q[i] = 0;
-        } else if (v >= 32767.0f) {
-            q[i] = 32767;
-        } else {
-            r = (int32_t)v; /* v > 0: truncation is floor */
-            frac = v - (float)r; /* exact: v < 2^15 */
-            if (frac > 0.5f || (frac == 0.5f && (r & 1) != 0)) {
-                r++;
-            }
-            q[i] = (int16_t)r;
-        }
-    }
-}
 
 /* float32 dot product, left to right */
 static float tg_demo_dot_f32(const float *w, const float *x)
@@ -75,11 +38,12 @@ static float tg_demo_dot_f32(const float *w, const float *x)
     return acc;
 }
 
-/* tree 0 (oblique, 2 internal nodes): node i tests dot(weights[i], x) <= threshold[i];
- * children: >= 0 an internal node, < 0 a leaf of class -ref - 1 */
+/* tree 0 (oblique, 2 internal nodes): node i tests dot(weights[i], x) <= threshold[i]
+ * on raw inputs (scaling folded into the weights and thresholds); children: >= 0 an internal node,
+ * < 0 a leaf of class -ref - 1 */
 static const float tg_demo_t0_weights[2][TG_DEMO_N_FEATURES] = {
-    { 0.36621094f, -0.2746582f, 0.091552734f },
-    { 0.0f, 0.61035156f, 0.45776367f }
+    { 1.1175871e-05f, -8.381903e-06f, 2.7939677e-06f },
+    { 0.0f, 1.8626451e-05f, 1.3969839e-05f }
 };
 static const float tg_demo_t0_threshold[2] = {
     0.1149781f, 0.37252903f
@@ -91,7 +55,7 @@ static const int8_t tg_demo_t0_right[2] = {
     -2, -1
 };
 
-static int tg_demo_tree0_f32(const float *x)
+int tg_demo_predict_f32(const float *x)
 {
     int32_t n = 0;
 
@@ -99,23 +63,4 @@ static int tg_demo_tree0_f32(const float *x)
         n = (tg_demo_dot_f32(tg_demo_t0_weights[n], x) <= tg_demo_t0_threshold[n]) ? tg_demo_t0_left[n] : tg_demo_t0_right[n];
     } while (n >= 0);
     return (int)(-n - 1);
-}
-
-/* majority vote over the trees on normalised float inputs */
-static int tg_demo_classify_f32(const float *x)
-{
-    return tg_demo_tree0_f32(x);
-}
-
-int tg_demo_predict_f32(const float *x_raw)
-{
-    int16_t q[TG_DEMO_N_FEATURES];
-    float x[TG_DEMO_N_FEATURES];
-    int i;
-
-    tg_demo_scale_q15(x_raw, q);
-    for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        x[i] = (float)q[i] * 0.000030517578125f; /* q * 2^-15: exact */
-    }
-    return tg_demo_classify_f32(x);
 }

@@ -7,16 +7,16 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m4 (cortex-m4), layout table, dtype f32
  *   trees     1
- *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2
+ *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, agreement measured, not exact
  *
  * Scaling and overflow behaviour
- *   dtype f32: normalised inputs x[i] = q / 32768 (q as in the Q15 path, so exactly on the grid
- *   the model was trained on); weights and thresholds are the float tree's values rounded to
- *   float32; acc = sum_i w[i] * x[i] in float32 (left to right). A row whose float32 acc lies
- *   within float32 rounding of a threshold can take the other branch than the float64 model.
- *   Raw inputs (tg_demo_predict_f32): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   dtype f32: inputs x[i] are the raw float32 features (the model's original units); no input
+ *   scaling runs on the device.
+ *   Oblique trees: acc = sum_i w[i] * x[i] in float32, left to right, compared with T; the input
+ *   scaling is folded in (w[i] = w_model[i] * scale[i], T = theta + sum_i w_model[i] * scale[i] *
+ *   offset[i], each rounded to float32). This skips the snapping of the inputs to the Q15 grid and
+ *   their saturation, so a row near a threshold (or outside the scaled range) can take the other
+ *   branch than the model: agreement is measured, not exact.
  */
 #include <stdio.h>
 

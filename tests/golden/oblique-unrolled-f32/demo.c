@@ -7,16 +7,16 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m4 (cortex-m4), layout unrolled, dtype f32
  *   trees     1
- *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2
+ *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, agreement measured, not exact
  *
  * Scaling and overflow behaviour
- *   dtype f32: normalised inputs x[i] = q / 32768 (q as in the Q15 path, so exactly on the grid
- *   the model was trained on); weights and thresholds are the float tree's values rounded to
- *   float32; acc = sum_i w[i] * x[i] in float32 (left to right). A row whose float32 acc lies
- *   within float32 rounding of a threshold can take the other branch than the float64 model.
- *   Raw inputs (tg_demo_predict_f32): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   dtype f32: inputs x[i] are the raw float32 features (the model's original units); no input
+ *   scaling runs on the device.
+ *   Oblique trees: acc = sum_i w[i] * x[i] in float32, left to right, compared with T; the input
+ *   scaling is folded in (w[i] = w_model[i] * scale[i], T = theta + sum_i w_model[i] * scale[i] *
+ *   offset[i], each rounded to float32). This skips the snapping of the inputs to the Q15 grid and
+ *   their saturation, so a row near a threshold (or outside the scaled range) can take the other
+ *   branch than the model: agreement is measured, not exact.
  */
 #include "demo.h"
 
@@ -26,75 +26,20 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "7"
 };
 
-/* Input scaling (q15): q = (x_raw - offset) * scale, scale = the model's scale * 32768 */
-static const float tg_demo_offset[TG_DEMO_N_FEATURES] = {
-    0.0f, /* sepal length */
-    0.0f, /* width * / x */
-    0.0f /* petal */
-};
-static const float tg_demo_scale[TG_DEMO_N_FEATURES] = {
-    1.0f,
-    1.0f,
-    1.0f
-};
-
-/* Raw inputs -> Q15 (float32; round half to even; saturate to 0..32767; NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
-{
-    int i;
-
-    for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        float v = (x_raw[i] - tg_demo_offset[i]) * tg_demo_scale[i];
-        int32_t r;
-        float frac;
-
-        if (!(v > 0.0f)) {
-            q[i] = 0;
-        } else if (v >= 32767.0f) {
-            q[i] = 32767;
-        } else {
-            r = (int32_t)v; /* v > 0: truncation is floor */
-            frac = v - (float)r; /* exact: v < 2^15 */
-            if (frac > 0.5f || (frac == 0.5f && (r & 1) != 0)) {
-                r++;
-            }
-            q[i] = (int16_t)r;
-        }
-    }
-}
-
-/* tree 0 (oblique, 2 internal nodes), unrolled: one block per node */
-static int tg_demo_tree0_f32(const float *x)
+/* tree 0 (oblique, 2 internal nodes), unrolled: one block per node; raw inputs,
+ * scaling folded into the weights and thresholds */
+int tg_demo_predict_f32(const float *x)
 {
     float acc;
 
-    acc = 0.36621094f * x[0];
-    acc += -0.2746582f * x[1];
-    acc += 0.091552734f * x[2];
+    acc = 1.1175871e-05f * x[0];
+    acc += -8.381903e-06f * x[1];
+    acc += 2.7939677e-06f * x[2];
     if (acc <= 0.1149781f) goto node_1;
     return 1;
 node_1:
-    acc = 0.61035156f * x[1];
-    acc += 0.45776367f * x[2];
+    acc = 1.8626451e-05f * x[1];
+    acc += 1.3969839e-05f * x[2];
     if (acc <= 0.37252903f) return 2;
     return 0;
-}
-
-/* majority vote over the trees on normalised float inputs */
-static int tg_demo_classify_f32(const float *x)
-{
-    return tg_demo_tree0_f32(x);
-}
-
-int tg_demo_predict_f32(const float *x_raw)
-{
-    int16_t q[TG_DEMO_N_FEATURES];
-    float x[TG_DEMO_N_FEATURES];
-    int i;
-
-    tg_demo_scale_q15(x_raw, q);
-    for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        x[i] = (float)q[i] * 0.000030517578125f; /* q * 2^-15: exact */
-    }
-    return tg_demo_classify_f32(x);
 }

@@ -12,7 +12,9 @@
  * Scaling and overflow behaviour
  *   Inputs x[i] are Q15 (1.15 format, int16_t, valid range 0..32767): x = round(x_norm * 32768),
  *   x_norm the model's normalised feature in [0, 1). No float is used on this path.
- *   Axis tests: x[f] <= T with T an int16_t in -1..32767; no arithmetic, cannot overflow.
+ *   Axis tests: (uint16_t)x[f] <= T with T in -1..32767 (-1: no input goes left); no arithmetic,
+ *   cannot overflow. The unsigned view orders valid inputs as int16_t does and needs the shortest
+ *   load; a negative (invalid) input compares as a value above 32767.
  *   Oblique tests: acc = sum_i w[i] * x[i] <= T. Weights w are int16_t (the float weights times
  *   2^s, s chosen per node so that max |w| <= 32767); T is in units of 2^-(s+15). Every product
  *   fits in 31 bits; |acc| <= sum_i |w[i]| * 32767 (the bound above, for every partial sum too),
