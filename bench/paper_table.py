@@ -118,8 +118,8 @@ def main(argv=None) -> int:
     text = "\n".join(header + rows) + "\n" + summary + "\n"
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(text)
-    out.with_suffix(".json").write_text(json.dumps(
+    Path(f"{out}.md").write_text(text)
+    Path(f"{out}.json").write_text(json.dumps(
         {"iters": a.iters, "ko": a.ko, "dipole": a.dipole, "repeats": a.repeats, "folds": a.folds, "ccp_alpha": a.ccp_alpha,
          "seed": a.seed, "elapsed_s": round(elapsed, 1), "met_both": both, "results": results}, indent=1))
     print(summary)
