@@ -11,6 +11,8 @@ timed separately — the setting in which the published reference reports its pe
 with the reference's defaults (oversize weight 0.01). Iterations/s = iterations / wall-clock
 training seconds (the engine's one-off compilation is excluded by a warm-up run).
 
+On-device figures (instructions per iteration on qemu-m3 / qemu-m4, RAM): bench/train_device_bench.py.
+
 ``--reference`` runs a build of the public EFTI reference implementation (github.com/bogdanvuk/efti,
 ``make rel``; not part of treegen) as ``efti --max_iter=N --dataset_selection=NAME --runs=1 --folds=5
 --seed=S`` and reads the training time of each fold from its ``$cv_pc_run`` lines. Same machine,

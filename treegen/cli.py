@@ -1,4 +1,4 @@
-"""Command-line interface: ``treegen fit | predict | eval | cv | show | export | targets | build | flash``.
+"""Command-line interface: ``treegen fit | predict | eval | cv | show | export | targets | build | flash | hil``.
 
 Results go to stdout, progress bars to stderr (only on a terminal, never with ``--quiet``).
 Every user error prints one line ``treegen: error: ...`` on stderr and exits with status 2;
@@ -87,6 +87,28 @@ def _jobs(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError("must not be 0 (1 = sequential, -1 = all cores)")
     return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number expected, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _int_range(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"an integer expected, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be {lo}..{hi}, got {value}")
+        return value
+    return parse
 
 
 # option dest -> estimator parameter name (applicability is checked against the estimator class)
@@ -193,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("export", help="generate fixed-point (Q15) or float32 C for a target")
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
+    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o); with --train also a training CSV")
     p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table",
                    help="table: const node arrays + a loop; unrolled: one code block per node (default table)")
@@ -205,6 +227,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if missing)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    g = p.add_argument_group("on-device training (--train: the EFTI engine as a library; treegen.train_firmware)")
+    g.add_argument("--train", action="store_true",
+                   help="write the EFTI engine (tg_efti.*, tg_efti_config.c, example main.c) sized for MODEL or a "
+                        "training CSV (compiled into flash), after a RAM check")
+    g.add_argument("--max-depth", type=_int_at_least(1, "an integer"), metavar="D",
+                   help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
+    g.add_argument("--max-rows", type=_int_at_least(2, "an integer"), metavar="N",
+                   help="--train: training rows the device keeps (default: the data's or the model's n_train)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("targets", help="list the targets code can be exported for")
@@ -221,6 +251,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
     p.set_defaults(func=cmd_flash)
+
+    p = sub.add_parser("hil", help="hardware in the loop: check a model's firmware on a device against the host")
+    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
+    p.add_argument("--target", required=True, metavar="T",
+                   help="native, an emulated target (qemu-m3, qemu-m4, qemu-m7) or a board (see 'treegen targets')")
+    p.add_argument("--port", metavar="URL",
+                   help="use the device running at this serial port or pyserial URL (/dev/ttyACM0, "
+                        "socket://127.0.0.1:PORT); required for real boards (flashed with 'treegen flash'). "
+                        "Without it, native and emulated targets are built and started here")
+    p.add_argument("--data", required=True, metavar="CSV", help="rows to stream (label column optional)")
+    p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
+    p.add_argument("--layout", choices=EXPORT_LAYOUTS, default=None,
+                   help="model code layout to build (default table; with --port: checked against the device)")
+    p.add_argument("--variant", choices=EXPORT_VARIANTS, default=None,
+                   help="multiply-accumulate variant to build (default auto; with --port: checked against the device)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="build directory (default: build/<model>-<target>)")
+    p.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S",
+                   help="seconds to wait for each response (default 10)")
+    p.add_argument("--bench-iters", type=_int_range(0, 65535), default=2000, metavar="N",
+                   help="BENCH calls per timed row (default 2000; 0 = no BENCH)")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON (also when the run fails: ok false)")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML: one testcase per check (hash, predictions, bench)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("on-device training (treegen.train_hil)")
+    g.add_argument("--train", action="store_true",
+                   help="instead: build the firmware with the EFTI engine sized for --data, train on the device and "
+                        "on the host with the same seed, require identical trees, fitness and PREDICT_TRAINED")
+    g.add_argument("--iters", type=_int_at_least(1, "an integer"), default=2000, metavar="N",
+                   help="--train: EFTI iterations (default 2000)")
+    g.add_argument("--seed", type=_int_at_least(0, "an integer"), default=1, metavar="S",
+                   help="--train: random seed (default 1)")
+    p.set_defaults(func=cmd_hil)
     return parser
 
 
@@ -438,6 +501,10 @@ def cmd_show(args) -> int:
 
 
 def cmd_export(args) -> int:
+    if args.train:
+        from .train_firmware import cmd_export_train
+
+        return cmd_export_train(args)
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise TreegenError(f"output path {out} is a file, not a directory")
@@ -627,6 +694,85 @@ def cmd_flash(args) -> int:
     raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
 
 
+class HilFailed(TreegenError):
+    """The device answered, but not as the host model: exit status 1 (not a usage error)."""
+
+
+def cmd_hil(args) -> int:
+    from . import hil
+
+    _check_output(args.json, "JSON file")
+    _check_output(args.junit, "JUnit file")
+    target = get_target(args.target)
+    model = load(args.model)
+    ds = load_for_model(args.data, model.n_features, label=args.label)
+    if ds.n_rows == 0:
+        raise DataError(f"{args.data} has no rows")
+    stem = Path(args.model).name.removesuffix(".json")
+    out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
+    print(f"target          {target.name}  ({target.kind}: {target.description})")
+    print(f"data            {args.data}  ({ds.n_rows} rows)", flush=True)
+    if args.train:
+        from .train_hil import cmd_hil_train
+
+        return cmd_hil_train(args, model, target, ds, out)
+
+    bar = progress_bar(total=ds.n_rows, desc="hil predict", quiet=args.quiet, unit="row")
+
+    def progress(done, total):
+        bar.update(done - bar.n)
+
+    try:
+        report = hil.run_hil(model, target, port=args.port, data=(ds.X, ds.labels if ds.labels.shape[0] else None),
+                             layout=args.layout, variant=args.variant, build_dir=out, timeout=args.timeout,
+                             bench_iters=args.bench_iters, progress=progress)
+    except hil.HilError as exc:
+        bar.close()
+        if exc.report is not None:
+            exc.report["model"] = str(args.model)
+            _hil_outputs(args, exc.report)
+        raise
+    finally:
+        bar.close()
+    report["model"] = str(args.model)
+    _print_hil(report)
+    _hil_outputs(args, report)
+    if not report["ok"]:
+        raise HilFailed(hil.summary(report))
+    return 0
+
+
+def _hil_outputs(args, report: dict) -> None:
+    from . import hil
+
+    _write_json(args.json, {"command": "hil", **report})
+    if args.junit is not None:
+        _write_text(args.junit, hil.junit_xml(report), "JUnit file")
+
+
+def _print_hil(r: dict) -> None:
+    if r.get("firmware"):
+        built = f"  (built in {r['seconds']['build']:.1f} s)" if "build" in r["seconds"] else ""
+        print(f"firmware        {r['firmware']}{built}")
+    if r["flash_bytes"] is not None:
+        print(f"flash / RAM     {r['flash_bytes']} / {r['ram_bytes']} bytes")
+    d = r["device"]
+    print(f"device          {r['port']}  ({d['target']}, treegen {d['treegen_version']}, {d['variant']}, "
+          f"max_batch {d['max_batch']})")
+    for c in r["checks"]:
+        print(f"{c['name']:<16}{'ok' if c['ok'] else 'FAILED'}  {c['message']}")
+    if r["accuracy"] is not None:
+        print(f"accuracy        {r['accuracy']:.2f} %  (device predictions vs the labels)")
+    if r["rows_per_s"] is not None:
+        print(f"throughput      {r['rows_per_s']:.0f} rows/s  ({r['rows']} rows in {r['seconds']['predict']:.2f} s)")
+    if r["bench"] is not None:
+        b = r["bench"]
+        print(f"per inference   {b['mean']:g} {b['unit']}  (min {b['min']:g}, max {b['max']:g}; "
+              f"{len(b['rows'])} rows x {b['n_iter']} calls, benchmark loop included)")
+    print(f"result          {'PASS' if r['ok'] else 'FAIL'}")
+
+
 # ---------------------------------------------------------------------- entry point
 def _error(message: str) -> None:
     one_line = " ".join(str(message).split())
@@ -645,6 +791,9 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             return int(args.func(args) or 0)
     except TreegenError as exc:
+        if isinstance(exc, HilFailed):
+            print(f"{PROG}: hil failed: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
         _error(str(exc))
         return 2
     except OSError as exc:

@@ -37,6 +37,20 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def _proc_listening(port: int) -> bool | None:
+    """Whether some IPv4 socket listens on TCP ``port`` (from /proc/net/tcp); None if unknown."""
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    suffix = f":{port:04X}"
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 3 and fields[1].endswith(suffix) and fields[3] == "0A":   # 0A = TCP_LISTEN
+            return True
+    return False
+
+
 def _one_line(text: str, limit: int = 400) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -87,13 +101,19 @@ class QemuBoard:
             return ""
 
     def _listening(self) -> bool:
-        """True once QEMU listens on the port (probed without connecting: binding must fail)."""
+        """True once QEMU listens on the port, probed without connecting (a connection would be
+        QEMU's one client): binding must fail, and where the kernel's socket table is readable
+        (Linux /proc/net/tcp) the port must be in state LISTEN -- QEMU binds before it listens, and
+        a client connecting in between is refused."""
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind((self.host, self.port))
             except OSError:
-                return True
-        return False
+                pass
+            else:
+                return False
+        listening = _proc_listening(self.port)
+        return True if listening is None else listening
 
     def start(self) -> "QemuBoard":
         if not self.elf.is_file():

@@ -9,11 +9,16 @@
  *   bit1 RX buffer full), CTRL +0x8 (bit0 TX enable, bit1 RX enable, bit3 RX interrupt enable),
  *   INTSTATUS/INTCLEAR +0xC, BAUDDIV +0x10 (must be >= 16; QEMU ignores the rate itself).
  *   TX is polled. RX is interrupt driven into a ring buffer; tg_port_getc() sleeps in WFI while the
- *   buffer is empty, so an idle QEMU uses no host CPU. Two QEMU pitfalls are avoided:
+ *   buffer is empty, so an idle QEMU uses no host CPU. QEMU pitfalls avoided:
  *   - the handler clears INTSTATUS *before* draining DATA (a byte arriving in between raises the
  *     interrupt again instead of being lost);
  *   - "buffer empty? then WFI" runs with interrupts masked (PRIMASK): an interrupt that becomes
- *     pending after the check still ends WFI, and is taken right after the unmask.
+ *     pending after the check still ends WFI, and is taken right after the unmask;
+ *   - flow control instead of dropping bytes: QEMU delivers the next byte as soon as DATA is read,
+ *     from its I/O thread, so on a loaded host the handler's drain loop can outrun the main loop
+ *     and fill the ring (seen: ~1 frame in 30 lost 25-32 bytes under load). When the ring is full
+ *     the handler leaves the byte in DATA (RX buffer full: QEMU holds the rest in its socket) and
+ *     masks the RX interrupt; tg_port_getc() re-arms it and drains again once it made room.
  *   QEMU feeds the UART one byte per main-loop pass (~20-45 us per byte).
  *
  * Counter: SysTick with CLKSOURCE = processor clock, reload 0xFFFFFF, free running, no interrupt.
@@ -95,24 +100,44 @@
 #endif
 
 static volatile uint8_t tg_rx_buf[TG_RX_BUFFER_SIZE];
-static volatile uint32_t tg_rx_head;   /* written by the interrupt handler only */
+static volatile uint32_t tg_rx_head;   /* written by tg_rx_drain only (interrupts masked) */
 static volatile uint32_t tg_rx_tail;   /* written by tg_port_getc only */
 static uint32_t tg_insns_per_tick = TG_INSNS_PER_TICK;   /* measured by tg_calibrate() */
 static uint8_t tg_counter_unit = 0u;                     /* 0 instructions, 2 ns if not calibrated */
+
+#define TG_UART_CTRL_ARMED (TG_UART_CTRL_TXEN | TG_UART_CTRL_RXEN | TG_UART_CTRL_RXINTEN)
+#define TG_UART_CTRL_THROTTLED (TG_UART_CTRL_TXEN | TG_UART_CTRL_RXEN)
+
+static volatile uint32_t tg_rx_throttled;   /* 1 while the ring is full and the RX interrupt masked */
+
+/* Move received bytes from DATA into the ring. Runs with interrupts masked (in the handler, or
+ * between cpsid/cpsie). Arms the RX interrupt first, then clears INTSTATUS and drains: a byte that
+ * arrives after the last STATE check raises the interrupt again. With the ring full, the byte stays
+ * in DATA (QEMU delivers nothing more while RX is full) and the interrupt is masked and cleared,
+ * so the level-triggered line cannot re-enter the handler. */
+static void tg_rx_drain(void)
+{
+    TG_UART_CTRL = TG_UART_CTRL_ARMED;
+    tg_rx_throttled = 0u;
+    TG_UART_INTCLEAR = TG_UART_INT_RX;
+    while ((TG_UART_STATE & TG_UART_STATE_RXFULL) != 0u) {
+        uint32_t head = tg_rx_head;
+        if ((uint32_t)(head - tg_rx_tail) >= TG_RX_BUFFER_SIZE) {
+            TG_UART_CTRL = TG_UART_CTRL_THROTTLED;
+            TG_UART_INTCLEAR = TG_UART_INT_RX;
+            tg_rx_throttled = 1u;
+            return;
+        }
+        tg_rx_buf[head & (TG_RX_BUFFER_SIZE - 1u)] = (uint8_t)(TG_UART_DATA & 0xFFu);
+        tg_rx_head = head + 1u;
+    }
+}
 
 /* IRQ 0 on mps2 (the vector is in startup_cortexm.c). */
 void UART0RX_Handler(void);
 void UART0RX_Handler(void)
 {
-    TG_UART_INTCLEAR = TG_UART_INT_RX;            /* clear first, then drain */
-    while ((TG_UART_STATE & TG_UART_STATE_RXFULL) != 0u) {
-        uint8_t c = (uint8_t)(TG_UART_DATA & 0xFFu);
-        uint32_t head = tg_rx_head;
-        if ((uint32_t)(head - tg_rx_tail) < TG_RX_BUFFER_SIZE) {   /* full: drop the byte */
-            tg_rx_buf[head & (TG_RX_BUFFER_SIZE - 1u)] = c;
-            tg_rx_head = head + 1u;
-        }
-    }
+    tg_rx_drain();
 }
 
 /* exactly 2 * n instructions for n >= 1 (subs + bne per pass) */
@@ -172,6 +197,7 @@ void tg_port_init(void)
     TG_UART_INTCLEAR = 0xFu;
     tg_rx_head = 0u;
     tg_rx_tail = 0u;
+    tg_rx_throttled = 0u;
     TG_NVIC_ICPR0 = 1u << TG_UART_RX_IRQ;
     TG_NVIC_ISER0 = 1u << TG_UART_RX_IRQ;
     TG_UART_CTRL = TG_UART_CTRL_TXEN | TG_UART_CTRL_RXEN | TG_UART_CTRL_RXINTEN;
@@ -186,6 +212,9 @@ int tg_port_getc(void)
             uint32_t tail = tg_rx_tail;
             uint8_t c = tg_rx_buf[tail & (TG_RX_BUFFER_SIZE - 1u)];
             tg_rx_tail = tail + 1u;
+            if (tg_rx_throttled != 0u) {
+                tg_rx_drain();                    /* room again: take the waiting byte, re-arm */
+            }
             __asm volatile("cpsie i" ::: "memory");
             return (int)c;
         }

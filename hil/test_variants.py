@@ -1,0 +1,45 @@
+"""DSP vs scalar multiply-accumulate on the emulated Cortex-M4 (mps2-an386, which executes SMLAD):
+both firmwares give identical predictions on every row (equal to the fixed-point model) and sane
+instruction counts. EFTI (oblique) models only; needs the suite to build (not with --hil-port)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from treegen.hil import bench_rows, check_identity, predict_rows
+from treegen.protocol import CounterUnit
+
+from .conftest import open_client, start_device
+
+pytestmark = [pytest.mark.hil, pytest.mark.hil_only(targets=("qemu-m4",), algos=("efti",), build=True)]
+
+
+def test_dsp_and_scalar_variants_agree(target, case, firmwares, hil_options, request, record_property):
+    ref = case.ref
+    results = {}
+    for variant in ("scalar", "dsp"):
+        fw = firmwares.get(target, case, variant=variant)
+        assert fw.variant == variant
+        with start_device(target, fw, None) as dev:
+            request.node._hil_device = dev
+            client = open_client(dev, hil_options.timeout)
+            try:
+                info = client.info()
+                check_identity(info, case.model, target, f"q15-{case.layout}-{variant}")
+                got = predict_rows(client, ref.X_q15)
+                per_call = []
+                for i in bench_rows(ref.X_q15.shape[0], 4):
+                    r = client.bench(ref.X_q15[i], 1000)
+                    assert r.unit == CounterUnit.INSTRUCTIONS and r.cls == ref.fixed[i]
+                    per_call.append(r.per_call)
+            finally:
+                client.close()
+        results[variant] = (got, float(np.mean(per_call)), fw.flash_bytes)
+        record_property(f"{variant}_insn_per_inference", round(float(np.mean(per_call)), 2))
+        record_property(f"{variant}_flash_bytes", fw.flash_bytes)
+    scalar, dsp = results["scalar"][0], results["dsp"][0]
+    assert np.array_equal(scalar, dsp), f"{int(np.count_nonzero(scalar != dsp))} rows differ between scalar and dsp"
+    assert np.array_equal(dsp, ref.fixed), f"{int(np.count_nonzero(dsp != ref.fixed))} rows differ from the model"
+    for variant, (_, insn, _) in results.items():
+        assert 10 < insn < 100_000, (variant, insn)
