@@ -50,6 +50,20 @@ def render(template: str, context: dict) -> str:
         raise FileNotFoundError(f"treegen template {exc.name!r} not found (broken installation?)") from None
 
 
+def prepare_out_dir(out_dir) -> "Path":
+    """Create the output directory of generated files; one-line error if it is a file or not creatable."""
+    from pathlib import Path
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise TreegenError(f"output path {out} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TreegenError(f"cannot create output directory {out}: {exc.strerror or exc}") from None
+    return out
+
+
 def int_type(lo: int, hi: int, what: str) -> dict:
     """Smallest signed C type holding every value in ``lo..hi``: ``{"c": "int8_t", "bits": 8}``.
 

@@ -46,7 +46,7 @@ import numpy as np
 from . import __version__
 from . import quantize as _quantize
 from . import targets as _targets
-from .codegen import c_identifier, c_string_body, comment_text, f32_literal, int_type, render
+from .codegen import c_identifier, c_string_body, comment_text, f32_literal, int_type, prepare_out_dir, render
 from .errors import TreegenError
 from .model import Model
 from .scaling import Q15_MAX, Q15_ONE
@@ -124,15 +124,6 @@ def default_name(model: Model) -> str:
     stem = re.sub(r"(\.csv)?(\.gz)?$", "", Path(dataset).name) if dataset else ""
     return c_identifier(stem or "model")
 
-
-def _prepare_out_dir(out_dir: Path) -> Path:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise TreegenError(f"output path {out_dir} is a file, not a directory")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise TreegenError(f"cannot create output directory {out_dir}: {exc.strerror or exc}") from None
-    return out_dir
 
 
 # ---------------------------------------------------------------------- template data
@@ -587,7 +578,7 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         raise TreegenError(f"model needs about {estimated} bytes of flash, more than target {tgt.name!r} has "
                            f"({tgt.flash_bytes} bytes)")
 
-    out = _prepare_out_dir(Path(out_dir))
+    out = prepare_out_dir(Path(out_dir))
     texts = {
         out / f"{ident}.h": render(TEMPLATES["header"], ctx),
         out / f"{ident}.c": render(TEMPLATES["source"], ctx),

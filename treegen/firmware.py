@@ -37,7 +37,7 @@ from pathlib import Path
 
 from . import __version__
 from . import targets as _targets
-from .codegen import c_identifier, c_string_body, comment_text, render
+from .codegen import c_identifier, c_string_body, comment_text, prepare_out_dir, render
 from .errors import TreegenError
 from .model import Model
 from .resources import templates_dir
@@ -140,16 +140,6 @@ def _resolve_port(tgt: _targets.Target) -> tuple[str, dict]:
     return template, port
 
 
-def _out_dir(out_dir) -> Path:
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise TreegenError(f"output path {out} is a file, not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise TreegenError(f"cannot create output directory {out}: {exc.strerror or exc}") from None
-    return out
-
 
 def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model_hash: str, target,
                    variant: str, max_payload: int | None = None, port: dict | None = None,
@@ -197,7 +187,7 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
         "variant_c": c_string_body(variant),
         "has_train": train is not None,
     }
-    out = _out_dir(out_dir)
+    out = prepare_out_dir(out_dir)
     sources = [f"{FIRMWARE_DIR}/tg_protocol.h", f"{FIRMWARE_DIR}/tg_protocol.c", f"{FIRMWARE_DIR}/tg_port.h",
                template, f"{FIRMWARE_DIR}/tg_model_glue.h.j2", f"{FIRMWARE_DIR}/tg_harness.c"]
     files = [_write(out / Path(t).name.removesuffix(".j2"), render(t, ctx)) for t in sources]
@@ -228,7 +218,7 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
     _resolve_port(tgt)                      # fail before exporting when the target has no port
     if train is not None:
         train, max_payload = _plan_train(model, tgt, train, max_payload)
-    out = _out_dir(out_dir)
+    out = prepare_out_dir(out_dir)
     # export into a scratch folder and keep <name>.h/.c (the exporter also writes an example main.c)
     with tempfile.TemporaryDirectory(prefix="treegen-export-") as tmp:
         report = export_model(model, tmp, target=tgt, layout=layout, dtype="q15", variant=variant,
@@ -263,7 +253,7 @@ def render_protocol(out_dir, *, max_payload: int) -> list[Path]:
     """Only ``tg_protocol.h/.c`` (model-independent), e.g. for the fuzz driver."""
     if not MIN_PAYLOAD <= max_payload <= MAX_PAYLOAD_LIMIT:
         raise TreegenError(f"max_payload must be {MIN_PAYLOAD}..{MAX_PAYLOAD_LIMIT}")
-    out = _out_dir(out_dir)
+    out = prepare_out_dir(out_dir)
     ctx = {"version": __version__, "max_payload": max_payload}
     return [_write(out / f, render(f"{FIRMWARE_DIR}/{f}", ctx)) for f in ("tg_protocol.h", "tg_protocol.c")]
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import __version__
 from . import targets as _targets
-from .codegen import comment_text, render
+from .codegen import comment_text, prepare_out_dir, render
 from .engine import config_tables, render_engine
 from .errors import TreegenError
 from .inducers.efti import MAX_COEF_MUTATIONS, EFTIParams
@@ -315,20 +315,10 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _out_dir(out_dir) -> Path:
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise TreegenError(f"output path {out} is a file, not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise TreegenError(f"cannot create output directory {out}: {exc.strerror or exc}") from None
-    return out
-
 
 def render_engine_files(out_dir, spec: TrainSpec) -> list[Path]:
     """tg_efti.h/.c, tg_efti_config.h/.c and (with flash data) tg_efti_data.h/.c."""
-    out = _out_dir(out_dir)
+    out = prepare_out_dir(out_dir)
     files = [_write(out / name, text) for name, text in render_engine(spec.sizes()).items()]
     ctx = _config_context(spec)
     for name in ("tg_efti_config.h", "tg_efti_config.c"):
@@ -344,7 +334,7 @@ def render_engine_files(out_dir, spec: TrainSpec) -> list[Path]:
 
 def render_train_sources(out_dir, spec: TrainSpec) -> list[Path]:
     """Everything the harness needs for on-device training: the engine files and tg_train.h/.c."""
-    out = _out_dir(out_dir)
+    out = prepare_out_dir(out_dir)
     files = render_engine_files(out, spec)
     ctx = {"version": __version__, "buffer_rows": spec.buffer_rows, "flash_rows": spec.flash_rows,
            "dsp": spec.dsp}
@@ -384,7 +374,7 @@ def export_train_library(out_dir, target, params: EFTIParams | None = None, *, m
     auto = partial is None
     spec, est = _check_library_ram(spec, tgt, auto)
     flash = check_flash(spec, tgt)
-    out = _out_dir(out_dir)
+    out = prepare_out_dir(out_dir)
     files = render_engine_files(out, spec)
     ctx = {"version": __version__, "has_data": spec.flash_x is not None, "buffer_rows": spec.buffer_rows,
            "budget": int(budget), "max_iter": int(spec.params.max_iter), "target_name": tgt.name,
