@@ -9,6 +9,7 @@ explicit check, never a silent cap), escaped string-literal *contents* and comme
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from functools import lru_cache
 
 import numpy as np
@@ -50,10 +51,8 @@ def render(template: str, context: dict) -> str:
         raise FileNotFoundError(f"treegen template {exc.name!r} not found (broken installation?)") from None
 
 
-def prepare_out_dir(out_dir) -> "Path":
+def prepare_out_dir(out_dir) -> Path:
     """Create the output directory of generated files; one-line error if it is a file or not creatable."""
-    from pathlib import Path
-
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise TreegenError(f"output path {out} is a file, not a directory")
@@ -62,6 +61,15 @@ def prepare_out_dir(out_dir) -> "Path":
     except OSError as exc:
         raise TreegenError(f"cannot create output directory {out}: {exc.strerror or exc}") from None
     return out
+
+
+def write_generated(path: Path, text: str) -> Path:
+    """Write one generated file (UTF-8, LF line ends); one-line error if it cannot be written."""
+    try:
+        path.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise TreegenError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
 
 
 def int_type(lo: int, hi: int, what: str) -> dict:

@@ -46,7 +46,8 @@ import numpy as np
 from . import __version__
 from . import quantize as _quantize
 from . import targets as _targets
-from .codegen import c_identifier, c_string_body, comment_text, f32_literal, int_type, prepare_out_dir, render
+from .codegen import (c_identifier, c_string_body, comment_text, f32_literal, int_type, prepare_out_dir, render,
+                      write_generated)
 from .errors import TreegenError
 from .model import Model
 from .scaling import Q15_MAX, Q15_ONE
@@ -585,10 +586,7 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         out / "main.c": render(TEMPLATES["main"], ctx),
     }
     for path, text in texts.items():
-        try:
-            path.write_text(text, encoding="utf-8", newline="\n")
-        except OSError as exc:
-            raise TreegenError(f"cannot write {path}: {exc.strerror or exc}") from None
+        write_generated(path, text)
 
     size = (measure_size(out / f"{ident}.c", tgt, out) if measure
             else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"})

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from . import __version__
 from . import targets as _targets
-from .codegen import c_identifier, c_string_body, comment_text, prepare_out_dir, render
+from .codegen import c_identifier, c_string_body, comment_text, prepare_out_dir, render, write_generated
 from .errors import TreegenError
 from .model import Model
 from .resources import templates_dir
@@ -116,14 +116,6 @@ def harness_limits(n_features: int, n_classes: int, info_strings: list[str], max
             "info_bytes": info_bytes}
 
 
-def _write(path: Path, text: str) -> Path:
-    try:
-        path.write_text(text, encoding="utf-8", newline="\n")
-    except OSError as exc:
-        raise TreegenError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return path
-
-
 # ---------------------------------------------------------------------- generation
 def _resolve_port(tgt: _targets.Target) -> tuple[str, dict]:
     kind = tgt.extra.get("uart")
@@ -138,7 +130,6 @@ def _resolve_port(tgt: _targets.Target) -> tuple[str, dict]:
     port.update(kind=kind, file=Path(template).name, template=template,
                 description=comment_text(port.get("description", kind)))
     return template, port
-
 
 
 def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model_hash: str, target,
@@ -190,7 +181,7 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
     out = prepare_out_dir(out_dir)
     sources = [f"{FIRMWARE_DIR}/tg_protocol.h", f"{FIRMWARE_DIR}/tg_protocol.c", f"{FIRMWARE_DIR}/tg_port.h",
                template, f"{FIRMWARE_DIR}/tg_model_glue.h.j2", f"{FIRMWARE_DIR}/tg_harness.c"]
-    files = [_write(out / Path(t).name.removesuffix(".j2"), render(t, ctx)) for t in sources]
+    files = [write_generated(out / Path(t).name.removesuffix(".j2"), render(t, ctx)) for t in sources]
     if train is not None:
         from .train_firmware import render_train_sources
 
@@ -255,7 +246,7 @@ def render_protocol(out_dir, *, max_payload: int) -> list[Path]:
         raise TreegenError(f"max_payload must be {MIN_PAYLOAD}..{MAX_PAYLOAD_LIMIT}")
     out = prepare_out_dir(out_dir)
     ctx = {"version": __version__, "max_payload": max_payload}
-    return [_write(out / f, render(f"{FIRMWARE_DIR}/{f}", ctx)) for f in ("tg_protocol.h", "tg_protocol.c")]
+    return [write_generated(out / f, render(f"{FIRMWARE_DIR}/{f}", ctx)) for f in ("tg_protocol.h", "tg_protocol.c")]
 
 
 # ---------------------------------------------------------------------- native build
@@ -279,7 +270,7 @@ def build_native(model: Model, out_dir, *, sanitize: bool = False, cc: str | Non
            "-I", str(out / "src"), "-o", str(exe), *(str(f) for f in files if f.suffix == ".c")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     log = out / "build.log"
-    _write(log, f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    write_generated(log, f"$ {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
         first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), None) or \
             (proc.stderr.strip().splitlines() or ["?"])[0]

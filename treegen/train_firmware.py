@@ -37,7 +37,7 @@ import numpy as np
 
 from . import __version__
 from . import targets as _targets
-from .codegen import comment_text, prepare_out_dir, render
+from .codegen import comment_text, prepare_out_dir, render, write_generated
 from .engine import config_tables, render_engine
 from .errors import TreegenError
 from .inducers.efti import MAX_COEF_MUTATIONS, EFTIParams
@@ -307,28 +307,19 @@ def _config_context(spec: TrainSpec) -> dict:
     }
 
 
-def _write(path: Path, text: str) -> Path:
-    try:
-        path.write_text(text, encoding="utf-8", newline="\n")
-    except OSError as exc:
-        raise TreegenError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return path
-
-
-
 def render_engine_files(out_dir, spec: TrainSpec) -> list[Path]:
     """tg_efti.h/.c, tg_efti_config.h/.c and (with flash data) tg_efti_data.h/.c."""
     out = prepare_out_dir(out_dir)
-    files = [_write(out / name, text) for name, text in render_engine(spec.sizes()).items()]
+    files = [write_generated(out / name, text) for name, text in render_engine(spec.sizes()).items()]
     ctx = _config_context(spec)
     for name in ("tg_efti_config.h", "tg_efti_config.c"):
-        files.append(_write(out / name, render(f"efti/{name}.j2", ctx)))
+        files.append(write_generated(out / name, render(f"efti/{name}.j2", ctx)))
     if spec.flash_x is not None:
         dctx = {"version": __version__, "n_rows": spec.flash_rows, "n_attr": int(spec.flash_x.shape[1]),
                 "n_classes": spec.flash_classes, "source": comment_text(spec.flash_source or "arrays"),
                 "rows": spec.flash_x.astype(np.int64).tolist(), "labels": spec.flash_y.astype(np.int64).tolist()}
         for name in DATA_FILES:
-            files.append(_write(out / name, render(f"efti/{name}.j2", dctx)))
+            files.append(write_generated(out / name, render(f"efti/{name}.j2", dctx)))
     return files
 
 
@@ -339,7 +330,7 @@ def render_train_sources(out_dir, spec: TrainSpec) -> list[Path]:
     ctx = {"version": __version__, "buffer_rows": spec.buffer_rows, "flash_rows": spec.flash_rows,
            "dsp": spec.dsp}
     for name in ("tg_train.h", "tg_train.c"):
-        files.append(_write(out / name, render(f"firmware/{name}", ctx)))
+        files.append(write_generated(out / name, render(f"firmware/{name}", ctx)))
     return files
 
 
@@ -379,7 +370,7 @@ def export_train_library(out_dir, target, params: EFTIParams | None = None, *, m
     ctx = {"version": __version__, "has_data": spec.flash_x is not None, "buffer_rows": spec.buffer_rows,
            "budget": int(budget), "max_iter": int(spec.params.max_iter), "target_name": tgt.name,
            "n_classes": spec.n_classes, "n_attr": spec.n_attr}
-    files.append(_write(out / "main.c", render("efti/tg_efti_main.c.j2", ctx)))
+    files.append(write_generated(out / "main.c", render("efti/tg_efti_main.c.j2", ctx)))
     return TrainExportReport(tgt.name, [p.name for p in files], spec.summary(), est, flash,
                              asdict(spec.params), int(budget), list(spec.notes))
 
