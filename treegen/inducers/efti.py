@@ -200,7 +200,6 @@ class Evolver:
         self.thr_share = prob_u32(params.threshold_mutation_share)
         self.alpha_u32 = prob_u32(params.coefficient_mutation_rate)
         self.rtb_thr = prob_u32(params.return_to_best_probability)
-        self.yC = self.y  # class index per instance
         self.tables = FitnessTables(params, self.C)
         self.partial = False
         self.stats = {"rerouted": 0, "evaluations": 0}
@@ -384,6 +383,7 @@ class Evolver:
         can_topo = p.max_depth >= 2
         if can_topo and rng.chance(self.topo_thr[min(n_leaves, len(self.topo_thr) - 1)]):
             undo["structure"] = self._save_structure()
+            undo["structure_cap"] = self.cap
             add_thr = self.topo_thr[min(n_leaves, len(self.topo_thr) - 1)]
             while True:
                 leaf = self.leaves[rng.below(n_leaves)]
@@ -464,7 +464,7 @@ class Evolver:
                 else:
                     self.R[grand] = parent
                 self.par[sib] = parent
-            if self.cap * 2 == len(undo["structure"][4]):
+            if self.cap == undo["structure_cap"]:
                 self._load_structure(undo["structure"])
             else:  # the node pool grew during this mutation
                 self._structure()
