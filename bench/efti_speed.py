@@ -27,14 +27,7 @@ import numpy as np
 from treegen import engine
 from treegen.inducers.efti import EFTIParams, induce
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-def load(name: str):
-    data = np.loadtxt(SHARED / f"{name}.csv.gz", delimiter=",", skiprows=1, dtype=np.int64)
-    y = data[:, -1]
-    classes, y_idx = np.unique(y, return_inverse=True)
-    return data[:, :-1] / 32768.0, y_idx.astype(np.int64), len(classes)
+from shared_data import load_normalised as load
 
 
 def run(name: str, iters: int, seed: int, partial: bool, native: bool = False):

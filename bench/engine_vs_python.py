@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from treegen.inducers import efti
 from treegen.inducers.efti import EFTIParams
 from treegen.metrics import mean_ci95
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+from shared_data import load_normalised
 
 
 def main(argv=None) -> int:
@@ -40,9 +39,7 @@ def main(argv=None) -> int:
     print(f"{'dataset':8s} {'native acc':>16s} {'python acc':>16s} {'native leaves':>14s} {'python leaves':>14s} "
           f"{'mean diff':>9s} {'identical':>9s} {'t_py/t_c':>8s}")
     for name in a.datasets.split(","):
-        data = np.loadtxt(SHARED / f"{name}.csv.gz", delimiter=",", skiprows=1, dtype=np.int64)
-        classes, y = np.unique(data[:, -1], return_inverse=True)
-        X = data[:, :-1] / 32768.0
+        X, y, n_classes = load_normalised(name)
         acc = {"c": [], "py": []}
         leaves = {"c": [], "py": []}
         same = 0
@@ -53,7 +50,7 @@ def main(argv=None) -> int:
             trees = {}
             for key, fn in (("c", engine.induce), ("py", efti.induce)):
                 t0 = time.perf_counter()
-                tree, _ = fn(X[~test], y[~test], len(classes), p, seed=s)
+                tree, _ = fn(X[~test], y[~test], n_classes, p, seed=s)
                 t[key] += time.perf_counter() - t0
                 trees[key] = tree
                 acc[key].append(100.0 * np.mean(tree.predict_index(X[test]) == y[test]))

@@ -24,7 +24,7 @@ from treegen import CARTClassifier, EFTIClassifier
 from treegen.cv import stratified_fold_ids
 from treegen.quantize import predict_q15, quantize_tree
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+from shared_data import load_raw
 
 
 def main(argv=None) -> int:
@@ -39,8 +39,7 @@ def main(argv=None) -> int:
     total = {"efti": [0, 0], "cart": [0, 0]}
     rows = []
     for name in a.datasets.split(","):
-        data = np.loadtxt(SHARED / f"{name}.csv.gz", delimiter=",", skiprows=1, dtype=np.int64)
-        X, y = data[:, :-1], data[:, -1]
+        X, y = load_raw(name)
         folds = stratified_fold_ids(y, 5, np.random.default_rng(a.seed))
         for algo, make in (("efti", lambda k: EFTIClassifier(max_iter=a.iters, oversize_weight=0.05,
                                                                random_state=a.seed + k)),

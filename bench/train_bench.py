@@ -35,13 +35,7 @@ from treegen import engine
 from treegen.cv import stratified_fold_ids
 from treegen.inducers.efti import EFTIParams
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-def load(name: str):
-    data = np.loadtxt(SHARED / f"{name}.csv.gz", delimiter=",", skiprows=1, dtype=np.int64)
-    classes, y = np.unique(data[:, -1], return_inverse=True)
-    return data[:, :-1] / 32768.0, y.astype(np.int64), len(classes)
+from shared_data import load_normalised as load
 
 
 def timed(X, y, C, params, seed):

@@ -38,13 +38,7 @@ from treegen.inducers.efti import EFTIParams
 from treegen.protocol import DeviceClient
 from treegen.train_hil import TrainingClient, build_train_firmware, device_tree
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-def load(name: str):
-    data = np.loadtxt(SHARED / f"{name}.csv.gz", delimiter=",", skiprows=1, dtype=np.int64)
-    classes, y = np.unique(data[:, -1], return_inverse=True)
-    return data[:, :-1], y.astype(np.int64), len(classes), data
+from shared_data import load_raw
 
 
 def main(argv=None) -> int:
@@ -58,12 +52,14 @@ def main(argv=None) -> int:
     cmd = (f"python bench/train_device_bench.py --dataset {a.dataset} --iters {a.iters} --seed {a.seed} "
            f"--builds {a.builds}")
     print(f"# {cmd}")
-    X, y, C, raw = load(a.dataset)
+    X, labels = load_raw(a.dataset)
+    classes, y = np.unique(labels, return_inverse=True)
+    y, C = y.astype(np.int64), len(classes)
     n, A = X.shape
     params = EFTIParams()
     print(f"# data {a.dataset}: {n} rows x {A} attributes, {C} classes; EFTI defaults (depth {params.max_depth}), "
           f"seed {a.seed}, {a.iters} iterations")
-    model = CARTClassifier(max_depth=3).fit(X, raw[:, -1]).model_       # the harness's inference model
+    model = CARTClassifier(max_depth=3).fit(X, labels).model_       # the harness's inference model
     t_host, i_host = engine.induce(X / 32768.0, y, C, EFTIParams(max_iter=a.iters), seed=a.seed)
     print(f"{'build':16s} | {'insn/iteration':>14s} {'init insn':>10s} | {'engine+buffers':>14s} "
           f"{'firmware RAM':>12s} {'estimate':>9s} | {'identical':>9s} {'QEMU s':>6s}")
