@@ -24,3 +24,24 @@ def load_shared(name: str):
     path = DATASETS / f"{name}.csv.gz"
     data = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64)
     return data[:, :-1], data[:, -1]
+
+
+def run_cli(capsys, argv):
+    """Run ``treegen ARGV`` in-process: (exit code, stdout, stderr)."""
+    from treegen import cli
+
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_user_error(capsys, argv, match: str) -> str:
+    """The CLI must fail with exit 2 and exactly one line ``treegen: error: ...`` containing ``match``."""
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2, (code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("treegen: error: "), err
+    assert "Traceback" not in err
+    assert match.lower() in lines[0].lower(), lines[0]
+    return lines[0]

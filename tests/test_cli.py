@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_user_error, run_cli
 
 from treegen import cli, progress
 from treegen.estimators import ALGORITHMS, CARTClassifier, EFTIClassifier
@@ -80,21 +81,7 @@ def model_file(tmp_path, toy, fake_algos, capsys) -> Path:
     return out
 
 
-def run(capsys, argv):
-    code = cli.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_user_error(capsys, argv, match: str):
-    code, out, err = run(capsys, argv)
-    assert code == 2, (code, out, err)
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("treegen: error: "), err
-    assert "Traceback" not in err
-    assert match.lower() in lines[0].lower(), lines[0]
-    return lines[0]
+run = run_cli
 
 
 # ---------------------------------------------------------------------- fit

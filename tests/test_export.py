@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_user_error, run_cli
 from export_models import make_model, random_tree, require, small_axis_tree, small_models
 
-from treegen import cli, codegen
+from treegen import codegen
 from treegen import export as export_mod
 from treegen.errors import TreegenError
 from treegen.export import STRICT_CFLAGS, export_model, resolve_variant
@@ -19,21 +20,7 @@ from treegen.targets import get as get_target
 from treegen.tree import LEAF, Tree
 
 
-def run(capsys, argv):
-    code = cli.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_user_error(capsys, argv, match: str) -> str:
-    code, out, err = run(capsys, argv)
-    assert code == 2, (code, out, err)
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("treegen: error: "), err
-    assert "Traceback" not in err
-    assert match.lower() in lines[0].lower(), lines[0]
-    return lines[0]
+run = run_cli
 
 
 @pytest.fixture
