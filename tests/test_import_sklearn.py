@@ -160,13 +160,41 @@ def test_forest_on_float_data(breast_cancer):
 
 
 def test_unresolvable_threshold_is_reported():
-    # two values 1e-5 apart on opposite sides of a threshold, range 1: the same Q15 grid cell
-    X = np.array([[0.0], [0.5], [0.5 + 1e-5], [1.0]])
-    y = np.array([0, 0, 1, 1])
+    # three thresholds on one feature, each between two values 1e-6 apart (range 1: 0.03 grid steps).
+    # The scaling puts the first two on grid boundaries (both resolved, see the next test); the third
+    # falls inside one grid cell with rows of both sides: reported, one row of 8 misplaced.
+    gap = 1e-6
+    X = np.array([[0.0], [0.2], [0.2 + gap], [0.5], [0.5 + gap], [0.83], [0.83 + gap], [1.0]])
+    y = np.array([0, 0, 1, 1, 0, 0, 1, 1])
     clf = DecisionTreeClassifier(random_state=0).fit(X, y)
+    assert clf.tree_.node_count == 7  # three splits on x0
     model = from_sklearn(clf, X=X)
     assert model.metadata["unresolved_thresholds"] == 1
-    assert model.metadata["sklearn_agreement_on_X"] == 0.75
+    assert model.metadata["sklearn_agreement_on_X"] == 0.875
+
+
+def test_first_two_thresholds_of_a_feature_are_exact_for_every_float32_input():
+    # thresholds between values 1e-6 apart: finer than the grid, yet exact, because the scaling puts the
+    # float32 gap of each of a feature's first two thresholds on a grid-cell boundary
+    gap = 1e-6
+    X = np.array([[0.0], [0.3], [0.3 + gap], [0.7], [0.7 + gap], [1.0]])
+    y = np.array([0, 0, 1, 1, 0, 0])
+    clf = DecisionTreeClassifier(random_state=0).fit(X, y)
+    model = from_sklearn(clf, X=X)
+    assert model.metadata["unresolved_thresholds"] == 0
+    st = clf.tree_
+    R = [np.linspace(0, 1, 2001)]
+    for t in st.threshold[st.children_left != LEAF]:
+        t32 = np.float32(t)
+        below = t32 if float(t32) <= t else np.nextafter(t32, np.float32(-1))
+        R.append([np.nextafter(below, np.float32(-1)), below, np.nextafter(below, np.float32(2)),
+                  np.nextafter(np.nextafter(below, np.float32(2)), np.float32(2))])
+    R = np.concatenate(R).astype(np.float32).astype(np.float64)[:, None]
+    np.testing.assert_array_equal(model.predict(R), clf.predict(R))
+    # the first boundary of the feature is a multiple of 256 minus one (a cheap compare constant)
+    q = model.scaling.to_q15(R)
+    root = model.trees[0].threshold[0] * 32768 - 0.5
+    assert (root + 1) % 256 == 0 and q.min() >= 0
 
 
 # ------------------------------------------------------------------------------------- structure

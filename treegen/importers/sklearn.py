@@ -20,17 +20,20 @@ integer 0..32767 (see :mod:`treegen.scaling`). Two routes:
           Without ``X`` the thresholds are checked to look like integer data (multiples of 0.5
           in [0, 32767]); otherwise a :class:`TreegenError` asks for ``X``.
 ``minmax`` general float data (``X`` given, not all Q15 integers). Per feature, offset/scale map
-          the range of ``X`` (widened to cover every threshold on that feature) onto 0..32767.
-          Each threshold becomes an integer grid boundary ``Q``: the node tests ``q <= Q`` and is
-          stored as ``(Q + 0.5) / 32768``. ``Q`` is the grid point at or below the exact image
-          of ``t``, moved if needed so that *every row of X* keeps the side scikit-learn sends it
-          to. That is possible unless two values of ``X`` on opposite sides of ``t`` fall into
-          the same grid cell (the feature's range / 32767 is coarser than their gap); such nodes
-          are counted in ``metadata["unresolved_thresholds"]``. When it is 0, the model agrees
-          with scikit-learn on every row of ``X``. On *other* inputs it disagrees only where a
-          value lies in the one grid cell that contains a threshold (on its far side): inputs
-          between grid points are rounded, see ``metadata["sklearn_agreement_on_X"]`` and the
-          tests for measured figures.
+          the range of ``X`` (widened to cover every threshold on that feature) onto 0..32767,
+          *aligned to the thresholds* (:func:`_aligned_affine`): the feature's first two thresholds
+          (in tree order) land exactly on grid-cell boundaries, so those tests decide as
+          scikit-learn does for **every** float32 input; the first boundary is a multiple of 256
+          (a one-instruction compare constant on Cortex-M). Every threshold becomes an integer grid
+          boundary ``Q``: the node tests ``q <= Q`` and is stored as ``(Q + 0.5) / 32768``. For the
+          further thresholds of a feature ``Q`` is the grid point at or below the exact image of
+          ``t``, moved if needed so that *every row of X* keeps the side scikit-learn sends it to.
+          That is possible unless two values of ``X`` on opposite sides of ``t`` fall into the same
+          grid cell (closer than the feature's range / 32767); such nodes are counted in
+          ``metadata["unresolved_thresholds"]``. When it is 0, the model agrees with scikit-learn on
+          every row of ``X``. On *other* inputs an unaligned test disagrees only where a value lies
+          in the one grid cell that contains its threshold (on its far side), see
+          ``metadata["sklearn_agreement_on_X"]`` and the tests for measured figures.
 
 Leaves, counts, forests
 -----------------------
@@ -197,12 +200,77 @@ def _choose_scaling(X: np.ndarray | None, n_features: int, feat: np.ndarray, thr
         return scaling
     lo = X.min(axis=0)
     hi = X.max(axis=0)
+    offset = lo.copy()
+    scale = np.asarray(scaling.scale, dtype=np.float64).copy()
     for f in range(n_features):  # widen each range to cover the thresholds tested on that feature
         t = thr[feat == f]
         if t.size:
             lo[f] = min(lo[f], t.min())
             hi[f] = max(hi[f], t.max())
-    return InputScaling.fit(np.vstack([lo, hi]), "minmax")
+        if hi[f] > lo[f]:
+            offset[f], scale[f] = _aligned_affine(float(lo[f]), float(hi[f]), _unique_in_order(t))
+        else:
+            offset[f], scale[f] = lo[f], 0.0
+    return InputScaling(offset, scale, "minmax")
+
+
+ALIGN_MARGIN = 2.0 ** -6   # share of the Q15 range given up so the first boundary can be placed freely
+ALIGN_STEP = 256           # that boundary's Q + 1 is a multiple of this (a Thumb-2 modified immediate)
+ALIGN_SECOND_LOSS = 1 / 16  # resolution given up at most to make the second boundary's Q + 1 = k * 2^p
+
+
+def _unique_in_order(values: np.ndarray) -> list[float]:
+    seen: dict[float, None] = {}
+    for v in values.tolist():
+        seen.setdefault(float(v), None)
+    return list(seen)
+
+
+def _f32_gap_midpoint(t: float) -> float:
+    """Midpoint between the largest float32 ``<= t`` and the next float32: the point that separates
+    exactly the float32 inputs scikit-learn sends left (``float32(x) <= t``) from those it sends right."""
+    t32 = np.float32(t)
+    below = t32 if float(t32) <= t else np.nextafter(t32, np.float32(-np.inf))
+    above = np.nextafter(below, np.float32(np.inf))
+    return (float(below) + float(above)) / 2.0
+
+
+def _aligned_affine(lo: float, hi: float, thresholds: list[float]) -> tuple[float, float]:
+    """Offset and scale of one feature (``q = rint((x - offset) * scale * 32768)``) mapping [lo, hi]
+    into 0..32767 with the feature's first one or two thresholds *on* grid-cell boundaries.
+
+    A threshold ``t`` whose float32 gap midpoint ``m`` (see :func:`_f32_gap_midpoint`) maps to
+    ``Q + 0.5`` is carried over exactly: every float32 input scikit-learn sends left rounds to a grid
+    value ``<= Q``, every other one to ``> Q``, so the Q15 test ``q <= Q`` (and the f32 export derived
+    from it) decides as scikit-learn does for *every* input, not only the rows of ``X``. Two degrees
+    of freedom (offset, scale) align the first two thresholds (in tree order, root first); further
+    ones fall back to the grid rounding of :func:`_grid_threshold`. The first boundary is placed at
+    ``Q + 1 = k * 256``, a constant Cortex-M compares against in one 4-byte instruction (``cmp.w``
+    with a modified immediate, instead of ``movw`` + ``cmp``); the second at a distance ``j * 2^p``
+    from it (largest ``p <= 8`` costing at most ``ALIGN_SECOND_LOSS`` of the resolution). The cost
+    is at most 1.6 % (``ALIGN_MARGIN``) + 6.25 % of the grid resolution of a feature.
+    """
+    span = hi - lo
+    s_max = Q15_MAX * (1.0 - ALIGN_MARGIN) / span     # grid steps per raw unit
+    if not thresholds:
+        return lo, (Q15_MAX / Q15_ONE) / span
+    m1 = _f32_gap_midpoint(thresholds[0])
+    s = s_max
+    if len(thresholds) > 1:
+        m2 = _f32_gap_midpoint(thresholds[1])
+        steps = s_max * abs(m2 - m1)   # grid steps between the two boundaries, at most
+        for p in range(8, -1, -1):      # Q2 - Q1 = j * 2^p: Q2 + 1 a cheap constant too, if that
+            j = np.floor(steps / 2 ** p)  # costs at most 1/16 of the resolution
+            if j >= 1 and (j * 2 ** p >= steps * (1 - ALIGN_SECOND_LOSS) or p == 0):
+                s = float(j * 2 ** p / abs(m2 - m1))
+                break
+    # Q1 + 0.5 = (m1 - offset) * s with lo and hi inside [0, 32767]:  Q1 + 1 in [a, b]
+    a = (m1 - lo) * s + 0.5
+    b = Q15_MAX + 0.5 - (hi - m1) * s
+    k = np.ceil(a / ALIGN_STEP)
+    q1_plus_1 = k * ALIGN_STEP if k * ALIGN_STEP <= b else np.ceil(a)
+    offset = m1 - (q1_plus_1 - 0.5) / s
+    return float(offset), float(s / Q15_ONE)
 
 
 def _convert_tree(sk, kind: str, n_features: int, n_classes: int, scaling: InputScaling,
