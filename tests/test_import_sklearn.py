@@ -141,11 +141,13 @@ def test_tree_on_float_data(breast_cancer, params):
     ours, theirs = model.predict(R), clf.predict(R)
     far = ~_near_threshold(clf, model, R)
     np.testing.assert_array_equal(ours[far], theirs[far])  # guaranteed away from the threshold cells
-    assert np.mean(ours == theirs) >= 0.999                 # measured: 99.995-100 %
-    # rows placed at the thresholds (float32 values just below / at / just above t): these all fall into
-    # the one grid cell containing t, the documented caveat -- not guaranteed, measured 92-96 %
+    assert np.mean(ours == theirs) >= 0.9995                # measured: 100 %
+    # rows placed at the thresholds (float32 values just below / at / just above t): exact for the first
+    # two thresholds of each feature (aligned scaling); for further ones the values fall into the one grid
+    # cell containing t, the documented caveat -- not guaranteed; measured 100 % for these three trees
+    # (92-96 % before the scaling was aligned to the thresholds)
     T = _threshold_rows(clf, X, rng, integer=False)
-    assert np.mean(model.predict(T) == clf.predict(T)) >= 0.85
+    assert np.mean(model.predict(T) == clf.predict(T)) >= 0.98
 
 
 def test_forest_on_float_data(breast_cancer):
