@@ -11,6 +11,12 @@ For each dataset it runs ``treegen cv DATA --algo efti --folds 5 --repeats R --m
 and OC1 columns (``shared/reference/efti_paper_{accuracy,size}.csv``: mean +- 95 % CI of 5x5-fold
 CV). The targets checked per dataset: EFTI accuracy >= paper EFTI - 2 points, and mean leaves <=
 paper EFTI leaves + 1. Writes ``OUT.md`` and ``OUT.json``.
+
+``--reference BIN`` adds the public EFTI reference implementation (github.com/bogdanvuk/efti) run
+the same way (``BIN --max_iter=N --oversize_w=KO --folds=5 --runs=R --seed=S --dataset_selection=D``;
+its own fold assignment, its own 15-bit copies of the datasets) and checks the same targets for it.
+Build BIN with ``bash bench/build_efti_reference.sh GIT_DIR OUT --test-fold-fix``: the reference's
+cross-validation otherwise scores train + test rows as its fold "accuracy" (see that script).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -53,6 +60,24 @@ def run_cv(dataset: str, args: list[str], jobs: int, tmp: Path) -> dict:
     return result
 
 
+def run_reference(binary: str, dataset: str, iters: int, ko: float, folds: int, repeats: int, seed: int) -> dict:
+    """The EFTI reference's own cross-validation: mean test accuracy (%) and leaves with 95 % CIs."""
+    from treegen.metrics import summary
+
+    cmd = [binary, f"--max_iter={iters}", f"--oversize_w={ko}", f"--folds={folds}", f"--runs={repeats}",
+           f"--seed={seed}", f"--dataset_selection={dataset}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    folds_found = [(100.0 * float(m.group(1)), int(m.group(2)))
+                   for m in re.finditer(r"\$cv_pc_run:.*?accuracy=([0-9.]+),leaves=(\d+)", out)]
+    if len(folds_found) != folds * repeats:
+        raise SystemExit(f"paper_table: the reference printed {len(folds_found)} folds for {dataset}, "
+                         f"expected {folds * repeats}")
+    acc = [a for a, _ in folds_found]
+    leaves = [n for _, n in folds_found]
+    return {"command": " ".join(["REF", *cmd[1:]]), "accuracy": summary(acc), "leaves": summary(leaves),
+            "folds": [{"accuracy": a, "leaves": n} for a, n in folds_found]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=DEFAULT_DATASETS)
@@ -66,6 +91,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "paper_table"))
+    ap.add_argument("--reference", metavar="BIN",
+                    help="also run this build of the public EFTI reference (see bench/build_efti_reference.sh)")
     a = ap.parse_args(argv)
 
     acc_ref = read_reference("efti_paper_accuracy.csv")
@@ -86,7 +113,16 @@ def main(argv=None) -> int:
             pe_size, pe_size_ci = size_ref[ds]["EFTI"]
             acc_ok = efti["accuracy"]["mean"] >= pe_acc - 2.0
             size_ok = efti["leaves"]["mean"] <= pe_size + 1.0
-            results.append({"dataset": ds, "efti": efti, "cart": cart,
+            ref_cells = ""
+            ref = None
+            if a.reference:
+                ref = run_reference(a.reference, ds, a.iters, a.ko, a.folds, a.repeats, a.seed)
+                ref["accuracy_ok"] = ref["accuracy"]["mean"] >= pe_acc - 2.0
+                ref["leaves_ok"] = ref["leaves"]["mean"] <= pe_size + 1.0
+                ref_cells = (f" {ref['accuracy']['mean']:.2f} ± {ref['accuracy']['ci95']:.2f} "
+                             f"| {ref['leaves']['mean']:.2f} ± {ref['leaves']['ci95']:.2f} "
+                             f"| {'yes' if ref['accuracy_ok'] and ref['leaves_ok'] else 'NO'} |")
+            results.append({"dataset": ds, "efti": efti, "cart": cart, "reference": ref,
                             "paper_efti": {"accuracy": pe_acc, "leaves": pe_size},
                             "paper_oc1": {"accuracy": acc_ref[ds]["OC1"][0], "leaves": size_ref[ds]["OC1"][0]},
                             "accuracy_ok": acc_ok, "leaves_ok": size_ok})
@@ -97,31 +133,43 @@ def main(argv=None) -> int:
                 f"| {acc_ref[ds]['OC1'][0]:.2f} | {size_ref[ds]['OC1'][0]:.2f} "
                 f"| {cart['accuracy']['mean']:.2f} ± {cart['accuracy']['ci95']:.2f} "
                 f"| {cart['leaves']['mean']:.2f} "
-                f"| {'yes' if acc_ok else 'NO'} | {'yes' if size_ok else 'NO'} |")
+                f"| {'yes' if acc_ok else 'NO'} | {'yes' if size_ok else 'NO'} |" + ref_cells)
             print(rows[-1], flush=True)
     both = sum(r["accuracy_ok"] and r["leaves_ok"] for r in results)
+    ref_both = sum(r["reference"]["accuracy_ok"] and r["reference"]["leaves_ok"] for r in results) if a.reference else None
     elapsed = time.time() - t0
+    ref_opt = " --reference REF" if a.reference else ""
+    ref_head = " reference acc | reference leaves | reference meets both |" if a.reference else ""
+    ref_rule = "---|---|---|" if a.reference else ""
     header = [
         f"# EFTI vs the published EFTI/OC1 results ({a.folds}-fold CV x {a.repeats} repeats)",
         "",
         f"Command: `python bench/paper_table.py --iters {a.iters} --ko {a.ko} --dipole {a.dipole} "
-        f"--repeats {a.repeats} --jobs {a.jobs} --ccp-alpha {a.ccp_alpha} --seed {a.seed}`  ({elapsed:.0f} s)",
+        f"--repeats {a.repeats} --jobs {a.jobs} --ccp-alpha {a.ccp_alpha} --seed {a.seed}{ref_opt}`  ({elapsed:.0f} s)",
         "",
         f"treegen EFTI: {a.iters} iterations, oversize weight Ko = {a.ko}, dipole {a.dipole}; treegen CART: gini, "
         f"ccp_alpha = {a.ccp_alpha}. Paper: 5x5-fold CV, EFTI 500k iterations. Accuracy in %, mean ± 95 % CI.",
         "",
         "| set | EFTI acc | EFTI leaves | paper EFTI acc | paper EFTI leaves | paper OC1 acc | paper OC1 leaves "
-        "| CART acc | CART leaves | acc >= paper-2 | leaves <= paper+1 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| CART acc | CART leaves | acc >= paper-2 | leaves <= paper+1 |" + ref_head,
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ref_rule,
     ]
+    if a.reference:
+        header[4:4] = [
+            f"Reference: REF = github.com/bogdanvuk/efti built by `bash bench/build_efti_reference.sh GIT_DIR OUT "
+            f"--test-fold-fix` (fold accuracy measured on the test fold only), run with the same iterations, Ko, "
+            f"folds and repetitions (its own fold assignment); command per dataset in OUT.json.", ""]
     summary = f"\nBoth targets met on {both} of {len(results)} datasets."
+    if a.reference:
+        summary += f" The reference implementation meets both on {ref_both} of {len(results)}."
     text = "\n".join(header + rows) + "\n" + summary + "\n"
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.md").write_text(text)
     Path(f"{out}.json").write_text(json.dumps(
         {"iters": a.iters, "ko": a.ko, "dipole": a.dipole, "repeats": a.repeats, "folds": a.folds, "ccp_alpha": a.ccp_alpha,
-         "seed": a.seed, "elapsed_s": round(elapsed, 1), "met_both": both, "results": results}, indent=1))
+         "seed": a.seed, "elapsed_s": round(elapsed, 1), "met_both": both, "reference_met_both": ref_both,
+         "results": results}, indent=1))
     print(summary)
     return 0
 
