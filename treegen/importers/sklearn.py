@@ -316,10 +316,12 @@ def _convert_tree(sk, kind: str, n_features: int, n_classes: int, scaling: Input
 def _grid_threshold(t: float, f: int, scaling: InputScaling, Xq: np.ndarray, X32: np.ndarray) -> tuple[int, bool]:
     """Integer grid boundary Q for ``x_raw <= t`` on feature ``f``: the node tests ``q <= Q``.
 
-    Start from the grid point at or below the exact image of ``t``; move it, if needed, so that every
+    Start from the grid point at or below the exact image of ``t`` (of the middle of the float32 gap
+    containing it: the point scikit-learn's float32 test really splits at); move it, if needed, so that every
     row of ``X`` keeps scikit-learn's side. Returns (Q, every row of X kept its side).
     """
-    u = (t - scaling.offset[f]) * scaling.scale[f] * Q15_ONE
+    # image of the float32 gap around t (no float32 input lies strictly between t and that midpoint)
+    u = (_f32_gap_midpoint(t) - scaling.offset[f]) * scaling.scale[f] * Q15_ONE
     Q0 = int(np.clip(np.floor(u), -1, Q15_MAX))
     goes_left = X32[:, f] <= t
     q = Xq[:, f]
