@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DATASETS, assert_user_error, run_cli
 from pio_projects import built_project, model, require_tools
 
 from treegen import cli
@@ -331,6 +332,52 @@ def test_cli_flash_board_runs_pio_upload(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1))
     assert cli.main(["flash", str(model_file), "--target", "nucleo_f446re", "-o", str(out)]) == 2
     assert "pio run -t upload failed (exit 1)" in capsys.readouterr().err
+
+
+def test_cli_build_board_with_training(tmp_path, capsys, monkeypatch):
+    """`treegen build --train --data CSV` for a board: the project carries the EFTI engine sized for
+    the data (what `treegen hil --train --port` talks to), and the upload command is printed."""
+    monkeypatch.setenv("PLATFORMIO_CORE_DIR", str(tmp_path / "no-core"))
+    model_file = tmp_path / "veh.json"
+    save(model("efti"), model_file)
+    out = tmp_path / "f446"
+    code, text, err = run_cli(capsys, ["build", model_file, "--target", "nucleo_f446re", "-o", out, "--train",
+                                       "--data", DATASETS / "veh.csv.gz", "--max-depth", "6"])
+    assert code == 0, err
+    assert "engine for 846 rows x 18 attributes, 4 classes, depth 6" in text
+    assert f"pio run -d {out} -t upload" in text
+    for f in ("tg_efti.c", "tg_efti.h", "tg_efti_config.c", "tg_port_arduino.cpp"):
+        assert (out / "src" / f).is_file(), f
+    assert "TG_EFTI_MAX_INST 846" in (out / "src" / "tg_efti.h").read_text()
+
+
+def test_cli_flash_board_with_training_uploads(tmp_path, capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    model_file = tmp_path / "veh.json"
+    save(model("efti"), model_file)
+    out = tmp_path / "f446"
+    code, text, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", out, "--train",
+                                       "--data", DATASETS / "veh.csv.gz", "--port", "/dev/ttyACM0"])
+    assert code == 0, err
+    (cmd,) = calls
+    assert cmd[3:] == ["run", "-d", str(out), "-t", "upload", "--upload-port", "/dev/ttyACM0"]
+    assert (out / "src" / "tg_efti.c").is_file()
+
+
+def test_cli_build_training_errors(tmp_path, capsys):
+    model_file = tmp_path / "veh.json"
+    save(model("efti"), model_file)
+    data = DATASETS / "veh.csv.gz"
+    assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "--train"], "--train needs --data CSV")
+    assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "--data", data],
+                      "only apply with --train")
+    assert_user_error(capsys, ["build", model_file, "--target", "bluepill_f103c8", "-o", tmp_path / "bp", "--train",
+                               "--data", data], "training needs 114 KiB RAM, bluepill_f103c8 has 20 KiB")
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("a,b,class\n1,2,1\n3,4,2\n")
+    assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "-o", tmp_path / "w", "--train",
+                               "--data", wrong], "has 2 features, the model expects 18")
 
 
 def test_missing_toolchain_is_a_clear_error(tmp_path):

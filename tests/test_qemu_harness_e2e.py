@@ -110,3 +110,41 @@ def test_treegen_flash_runs_qemu_until_interrupted(pio_root, tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_board_training_path_flash_then_hil_over_the_port(tmp_path):
+    """The path a real board takes for on-device training, on qemu-m4: `treegen flash --train --data`
+    (build + start; a board would be uploaded), then `treegen hil --train --port URL` against it:
+    device tree and fitness identical to the host's."""
+    from conftest import DATASETS
+
+    from pio_projects import model
+
+    model_file = tmp_path / "veh.json"
+    save(model("efti"), model_file)
+    data = DATASETS / "veh.csv.gz"
+    cmd = [sys.executable, "-m", "treegen", "flash", str(model_file), "--target", "qemu-m4",
+           "-o", str(tmp_path / "proj"), "--train", "--data", str(data)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        url, lines = None, []
+        while url is None:
+            line = proc.stdout.readline()
+            assert line, f"treegen flash ended early: {lines} {proc.stderr.read()}"
+            lines.append(line)
+            if line.startswith("serial"):
+                url = line.split()[1]
+        assert any("engine for 846 rows x 18 attributes" in ln for ln in lines), lines
+        hil = subprocess.run([sys.executable, "-m", "treegen", "hil", str(model_file), "--target", "qemu-m4",
+                              "--port", url, "--data", str(data), "--train", "--iters", "300", "--seed", "4"],
+                             capture_output=True, text=True, timeout=300)
+        assert hil.returncode == 0, hil.stdout + hil.stderr
+        assert "train           IDENTICAL" in hil.stdout and "result          PASS" in hil.stdout
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

@@ -296,6 +296,13 @@ def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
                    help="oblique multiply-accumulate: scalar, dsp or auto (default auto)")
+    g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
+    g.add_argument("--train", action="store_true",
+                   help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
+    g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine")
+    g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
+    g.add_argument("--max-depth", type=_int_at_least(1, "an integer"), metavar="D",
+                   help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
 
 
 # ---------------------------------------------------------------------- output helpers
@@ -570,6 +577,7 @@ def cmd_targets(args) -> int:
 
 def _firmware_project(args):
     """(model, target, project dir) of build/flash; the target must be built with PlatformIO."""
+    _check_train_flags(args)
     target = get_target(args.target)
     if target.kind not in ("emulated", "board"):
         raise TreegenError(f"target {target.name!r} (kind {target.kind!r}) has no firmware build; use an "
@@ -591,11 +599,34 @@ def _print_size(size, target) -> None:
           "static data + stack reserve)")
 
 
-def _build_firmware(model, target, out: Path, args) -> Path:
+def _check_train_flags(args) -> None:
+    if not args.train and (args.data is not None or args.max_depth is not None or args.label is not None):
+        raise TreegenError("--data, --label and --max-depth of build/flash only apply with --train")
+    if args.train and args.data is None:
+        raise TreegenError("--train needs --data CSV: the training rows size the engine's buffers")
+
+
+def _train_spec(args, model, target):
+    """The on-device training configuration of build/flash --train (None without --train)."""
+    if not args.train:
+        return None
+    from .train_firmware import make_train_spec, params_from_model, training_rows
+
+    ds = load_for_model(args.data, model.n_features, label=args.label)
+    Xq, _, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
+    n, A = Xq.shape
+    params = params_from_model(model, max_depth=args.max_depth)
+    spec = make_train_spec(target, params, max_rows=n, n_attr=A, n_classes=C, dsp=args.variant)
+    print(f"training        engine for {n} rows x {A} attributes, {C} classes, depth {spec.max_depth} "
+          f"(rows from {args.data})")
+    return spec
+
+
+def _build_firmware(model, target, out: Path, args, train=None) -> Path:
     """Write the project and build it (emulated targets, or boards whose platform is installed)."""
     from . import platformio as pio
 
-    pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant)
+    pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
     t0 = time.perf_counter()
     elf = pio.build(out, verbose=args.verbose, target=target)
     seconds = time.perf_counter() - t0
@@ -613,23 +644,28 @@ def cmd_build(args) -> int:
     print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
     print(f"target          {target.name}  ({target.kind}: {target.description})")
     print(f"project         {out}")
+    train = _train_spec(args, model, target)
     platform = target.platformio.get("platform", "")
     if target.kind == "emulated" or pio.platform_installed(platform):
-        _build_firmware(model, target, out, args)
+        _build_firmware(model, target, out, args, train=train)
         if target.kind == "emulated":
-            print(f"run             treegen flash {args.model} --target {target.name} -o {out}")
+            extra = f" --train --data {args.data}" if train is not None else ""
+            print(f"run             treegen flash {args.model} --target {target.name} -o {out}{extra}")
     else:
-        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant)
+        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "
               "registry is reachable, build and upload with:")
         print(f"                {' '.join(pio.upload_command(out))}")
     return 0
 
 
-def _emulated_firmware(model, target, out: Path, args) -> Path:
-    """The project's firmware.elf, rebuilt unless it is up to date for this model/layout/variant."""
+def _emulated_firmware(model, target, out: Path, args, train=None) -> Path:
+    """The project's firmware.elf, rebuilt unless it is up to date for this model/layout/variant
+    (always regenerated with on-device training; PlatformIO's build cache keeps that quick)."""
     from . import platformio as pio
 
+    if train is not None:
+        return _build_firmware(model, target, out, args, train=train)
     elf = out / ".pio" / "build" / pio.env_name(target) / "firmware.elf"
     try:
         ini = (out / "platformio.ini").read_text(encoding="utf-8")
@@ -647,10 +683,11 @@ def cmd_flash(args) -> int:
     from . import platformio as pio
 
     model, target, out = _firmware_project(args)
+    train = _train_spec(args, model, target)
     if target.kind == "board":
         import subprocess
 
-        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant)
+        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         cmd = pio.pio_command() + pio.upload_command(out, port=args.port)[1:]
         print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
         try:
@@ -671,7 +708,7 @@ def cmd_flash(args) -> int:
             raise TreegenError(f"--port for an emulated target is a TCP port number, got {args.port!r}") from None
         if not 1 <= port <= 65535:
             raise TreegenError(f"--port must be 1..65535, got {port}")
-    elf = _emulated_firmware(model, target, out, args)
+    elf = _emulated_firmware(model, target, out, args, train=train)
 
     def _stop(signum, frame):
         raise KeyboardInterrupt

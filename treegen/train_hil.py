@@ -505,8 +505,9 @@ def build_train_firmware(model, target, build_dir, spec, *, layout: str = "table
         seconds = time.perf_counter() - t0
         size = pio.check_size(elf, tgt)
         return TrainFirmware(tgt.name, elf, project, spec, size.flash, size.ram, seconds)
-    raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built here: build its PlatformIO project with "
-                       f"training and flash it, then pass the serial port")
+    raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built here: flash the training firmware with "
+                       f"'treegen flash MODEL --target {tgt.name} --train --data CSV --port PORT', then pass "
+                       f"--port PORT")
 
 
 # ---------------------------------------------------------------------- treegen hil --train
