@@ -374,6 +374,9 @@ def test_cli_build_training_errors(tmp_path, capsys):
                       "only apply with --train")
     assert_user_error(capsys, ["build", model_file, "--target", "bluepill_f103c8", "-o", tmp_path / "bp", "--train",
                                "--data", data], "training needs 114 KiB RAM, bluepill_f103c8 has 20 KiB")
+    # hil --train on a board without --port: told how to flash the training firmware
+    assert_user_error(capsys, ["hil", model_file, "--target", "nucleo_f446re", "--data", data, "--train"],
+                      "'treegen flash MODEL --target nucleo_f446re --train --data CSV --port PORT'")
     wrong = tmp_path / "wrong.csv"
     wrong.write_text("a,b,class\n1,2,1\n3,4,2\n")
     assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "-o", tmp_path / "w", "--train",
