@@ -334,12 +334,18 @@ def test_cli_flash_board_runs_pio_upload(tmp_path, capsys, monkeypatch):
     assert "pio run -t upload failed (exit 1)" in capsys.readouterr().err
 
 
-def test_cli_build_board_with_training(tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def efti_file(tmp_path) -> Path:
+    path = tmp_path / "veh.json"
+    save(model("efti"), path)
+    return path
+
+
+def test_cli_build_board_with_training(efti_file, tmp_path, capsys, monkeypatch):
     """`treegen build --train --data CSV` for a board: the project carries the EFTI engine sized for
     the data (what `treegen hil --train --port` talks to), and the upload command is printed."""
     monkeypatch.setenv("PLATFORMIO_CORE_DIR", str(tmp_path / "no-core"))
-    model_file = tmp_path / "veh.json"
-    save(model("efti"), model_file)
+    model_file = efti_file
     out = tmp_path / "f446"
     code, text, err = run_cli(capsys, ["build", model_file, "--target", "nucleo_f446re", "-o", out, "--train",
                                        "--data", DATASETS / "veh.csv.gz", "--max-depth", "6"])
@@ -351,11 +357,10 @@ def test_cli_build_board_with_training(tmp_path, capsys, monkeypatch):
     assert "TG_EFTI_MAX_INST 846" in (out / "src" / "tg_efti.h").read_text()
 
 
-def test_cli_flash_board_with_training_uploads(tmp_path, capsys, monkeypatch):
+def test_cli_flash_board_with_training_uploads(efti_file, tmp_path, capsys, monkeypatch):
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
-    model_file = tmp_path / "veh.json"
-    save(model("efti"), model_file)
+    model_file = efti_file
     out = tmp_path / "f446"
     code, text, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", out, "--train",
                                        "--data", DATASETS / "veh.csv.gz", "--port", "/dev/ttyACM0"])
@@ -365,9 +370,8 @@ def test_cli_flash_board_with_training_uploads(tmp_path, capsys, monkeypatch):
     assert (out / "src" / "tg_efti.c").is_file()
 
 
-def test_cli_build_training_errors(tmp_path, capsys):
-    model_file = tmp_path / "veh.json"
-    save(model("efti"), model_file)
+def test_cli_build_training_errors(efti_file, tmp_path, capsys):
+    model_file = efti_file
     data = DATASETS / "veh.csv.gz"
     assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "--train"], "--train needs --data CSV")
     assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "--data", data],

@@ -79,6 +79,21 @@ def test_info_predict_bench_over_the_socket_uart(pio_root, target):
         assert board.poll() is None
 
 
+def start_flash(cmd: list[str]):
+    """Start `treegen flash` for an emulated target; (process, serial URL, stdout lines so far)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines: list[str] = []
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read()
+            proc.wait()
+            pytest.fail(f"treegen flash ended early: {lines} {err}")
+        lines.append(line)
+        if line.startswith("serial"):
+            return proc, line.split()[1], lines
+
+
 def test_treegen_flash_runs_qemu_until_interrupted(pio_root, tmp_path):
     """`treegen flash` on an emulated target: reuses the up-to-date build, prints the pyserial URL,
     serves until SIGINT, then stops QEMU and exits 0."""
@@ -87,17 +102,8 @@ def test_treegen_flash_runs_qemu_until_interrupted(pio_root, tmp_path):
     save(built.model, model_file)
     cmd = [sys.executable, "-m", "treegen", "flash", str(model_file), "--target", "qemu-m4",
            "-o", str(built.project), "--layout", built.layout, "--variant", built.variant]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc, url, lines = start_flash(cmd)
     try:
-        lines = []
-        url = None
-        while url is None:
-            line = proc.stdout.readline()
-            assert line, f"treegen flash ended early: {lines} {proc.stderr.read()}"
-            lines.append(line)
-            if line.startswith("serial"):
-                url = line.split()[1]
         assert any("(up to date)" in ln for ln in lines), lines
         assert url.startswith("socket://127.0.0.1:")
         with DeviceClient.open(url, timeout=20) as dev:
@@ -125,15 +131,8 @@ def test_board_training_path_flash_then_hil_over_the_port(tmp_path):
     data = DATASETS / "veh.csv.gz"
     cmd = [sys.executable, "-m", "treegen", "flash", str(model_file), "--target", "qemu-m4",
            "-o", str(tmp_path / "proj"), "--train", "--data", str(data)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc, url, lines = start_flash(cmd)
     try:
-        url, lines = None, []
-        while url is None:
-            line = proc.stdout.readline()
-            assert line, f"treegen flash ended early: {lines} {proc.stderr.read()}"
-            lines.append(line)
-            if line.startswith("serial"):
-                url = line.split()[1]
         assert any("engine for 846 rows x 18 attributes" in ln for ln in lines), lines
         hil = subprocess.run([sys.executable, "-m", "treegen", "hil", str(model_file), "--target", "qemu-m4",
                               "--port", url, "--data", str(data), "--train", "--iters", "300", "--seed", "4"],
