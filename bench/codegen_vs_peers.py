@@ -91,6 +91,7 @@ def load_dataset(name: str):
 
 def threshold_rows(clf, X: np.ndarray, integer: bool, base_rows: int, seed: int = 0) -> np.ndarray:
     """For each split, base_rows training rows with the split feature on either side of the threshold."""
+    from treegen.importers.sklearn import f32_split
     from treegen.tree import LEAF
 
     rng = np.random.default_rng(seed)
@@ -101,9 +102,7 @@ def threshold_rows(clf, X: np.ndarray, integer: bool, base_rows: int, seed: int 
         if integer:
             values = [np.floor(t), np.floor(t) + 1]
         else:
-            t32 = np.float32(t)
-            below = t32 if float(t32) <= t else np.nextafter(t32, np.float32(-np.inf))
-            values = [float(below), float(np.nextafter(below, np.float32(np.inf)))]
+            values = list(f32_split(t))
         base = X[rng.choice(X.shape[0], size=min(base_rows, X.shape[0]), replace=False)]
         for v in values:
             b = base.copy()

@@ -23,6 +23,7 @@ from sklearn.tree import DecisionTreeClassifier
 from conftest import load_shared
 from treegen import Model, TreegenError, load, save
 from treegen.importers import from_sklearn
+from treegen.importers.sklearn import f32_split
 from treegen.tree import LEAF
 
 Q15_SETS = ["bcw", "ttt", "pid"]
@@ -187,10 +188,8 @@ def test_first_two_thresholds_of_a_feature_are_exact_for_every_float32_input():
     st = clf.tree_
     R = [np.linspace(0, 1, 2001)]
     for t in st.threshold[st.children_left != LEAF]:
-        t32 = np.float32(t)
-        below = t32 if float(t32) <= t else np.nextafter(t32, np.float32(-1))
-        R.append([np.nextafter(below, np.float32(-1)), below, np.nextafter(below, np.float32(2)),
-                  np.nextafter(np.nextafter(below, np.float32(2)), np.float32(2))])
+        below, above = (np.float32(v) for v in f32_split(t))
+        R.append([np.nextafter(below, np.float32(-1)), below, above, np.nextafter(above, np.float32(2))])
     R = np.concatenate(R).astype(np.float32).astype(np.float64)[:, None]
     np.testing.assert_array_equal(model.predict(R), clf.predict(R))
     # the first boundary of the feature is a multiple of 256 minus one (a cheap compare constant)

@@ -8,6 +8,7 @@ FAILS (never skips) when arm-none-eabi-gcc or qemu-system-arm is missing (script
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -16,7 +17,8 @@ import sys
 import numpy as np
 import pytest
 
-from pio_projects import BUILDS, built_project, q15_rows
+from conftest import DATASETS
+from pio_projects import BUILDS, built_project, model, q15_rows
 
 from treegen import __version__
 from treegen.emulator import QemuBoard
@@ -79,19 +81,22 @@ def test_info_predict_bench_over_the_socket_uart(pio_root, target):
         assert board.poll() is None
 
 
-def start_flash(cmd: list[str]):
-    """Start `treegen flash` for an emulated target; (process, serial URL, stdout lines so far)."""
+@contextlib.contextmanager
+def started_flash(cmd: list[str]):
+    """Run `treegen flash` for an emulated target: yields (process, serial URL, stdout lines so far);
+    on exit the process group (treegen and its QEMU) is killed if still running."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    lines: list[str] = []
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            err = proc.stderr.read()
+    try:
+        lines: list[str] = []
+        while not lines or not lines[-1].startswith("serial"):
+            line = proc.stdout.readline()
+            assert line, f"treegen flash ended early: {lines} {proc.stderr.read()}"
+            lines.append(line)
+        yield proc, lines[-1].split()[1], lines
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            pytest.fail(f"treegen flash ended early: {lines} {err}")
-        lines.append(line)
-        if line.startswith("serial"):
-            return proc, line.split()[1], lines
 
 
 def test_treegen_flash_runs_qemu_until_interrupted(pio_root, tmp_path):
@@ -102,8 +107,7 @@ def test_treegen_flash_runs_qemu_until_interrupted(pio_root, tmp_path):
     save(built.model, model_file)
     cmd = [sys.executable, "-m", "treegen", "flash", str(model_file), "--target", "qemu-m4",
            "-o", str(built.project), "--layout", built.layout, "--variant", built.variant]
-    proc, url, lines = start_flash(cmd)
-    try:
+    with started_flash(cmd) as (proc, url, lines):
         assert any("(up to date)" in ln for ln in lines), lines
         assert url.startswith("socket://127.0.0.1:")
         with DeviceClient.open(url, timeout=20) as dev:
@@ -112,38 +116,21 @@ def test_treegen_flash_runs_qemu_until_interrupted(pio_root, tmp_path):
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         assert "stopped" in out
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_board_training_path_flash_then_hil_over_the_port(tmp_path):
     """The path a real board takes for on-device training, on qemu-m4: `treegen flash --train --data`
     (build + start; a board would be uploaded), then `treegen hil --train --port URL` against it:
     device tree and fitness identical to the host's."""
-    from conftest import DATASETS
-
-    from pio_projects import model
-
     model_file = tmp_path / "veh.json"
     save(model("efti"), model_file)
     data = DATASETS / "veh.csv.gz"
     cmd = [sys.executable, "-m", "treegen", "flash", str(model_file), "--target", "qemu-m4",
            "-o", str(tmp_path / "proj"), "--train", "--data", str(data)]
-    proc, url, lines = start_flash(cmd)
-    try:
+    with started_flash(cmd) as (_, url, lines):
         assert any("engine for 846 rows x 18 attributes" in ln for ln in lines), lines
         hil = subprocess.run([sys.executable, "-m", "treegen", "hil", str(model_file), "--target", "qemu-m4",
                               "--port", url, "--data", str(data), "--train", "--iters", "300", "--seed", "4"],
                              capture_output=True, text=True, timeout=300)
         assert hil.returncode == 0, hil.stdout + hil.stderr
         assert "train           IDENTICAL" in hil.stdout and "result          PASS" in hil.stdout
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()

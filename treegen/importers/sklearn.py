@@ -200,17 +200,16 @@ def _choose_scaling(X: np.ndarray | None, n_features: int, feat: np.ndarray, thr
         return scaling
     lo = X.min(axis=0)
     hi = X.max(axis=0)
-    offset = lo.copy()
-    scale = np.asarray(scaling.scale, dtype=np.float64).copy()
+    offset = np.zeros(n_features)
+    scale = np.zeros(n_features)     # a constant feature (no threshold on it) keeps scale 0
     for f in range(n_features):  # widen each range to cover the thresholds tested on that feature
         t = thr[feat == f]
         if t.size:
             lo[f] = min(lo[f], t.min())
             hi[f] = max(hi[f], t.max())
+        offset[f] = lo[f]
         if hi[f] > lo[f]:
-            offset[f], scale[f] = _aligned_affine(float(lo[f]), float(hi[f]), _unique_in_order(t))
-        else:
-            offset[f], scale[f] = lo[f], 0.0
+            offset[f], scale[f] = _aligned_affine(float(lo[f]), float(hi[f]), list(dict.fromkeys(t.tolist())))
     return InputScaling(offset, scale, "minmax")
 
 
@@ -219,20 +218,19 @@ ALIGN_STEP = 256           # that boundary's Q + 1 is a multiple of this (a Thum
 ALIGN_SECOND_LOSS = 1 / 16  # resolution given up at most to make the second boundary's Q + 1 = k * 2^p
 
 
-def _unique_in_order(values: np.ndarray) -> list[float]:
-    seen: dict[float, None] = {}
-    for v in values.tolist():
-        seen.setdefault(float(v), None)
-    return list(seen)
+def f32_split(t: float) -> tuple[float, float]:
+    """The two float32 values around scikit-learn's threshold ``t``: the largest float32 ``<= t`` (the
+    last input its test ``float32(x) <= t`` sends left) and the next float32 (the first sent right)."""
+    t32 = np.float32(t)
+    below = t32 if float(t32) <= t else np.nextafter(t32, np.float32(-np.inf))
+    return float(below), float(np.nextafter(below, np.float32(np.inf)))
 
 
 def _f32_gap_midpoint(t: float) -> float:
-    """Midpoint between the largest float32 ``<= t`` and the next float32: the point that separates
-    exactly the float32 inputs scikit-learn sends left (``float32(x) <= t``) from those it sends right."""
-    t32 = np.float32(t)
-    below = t32 if float(t32) <= t else np.nextafter(t32, np.float32(-np.inf))
-    above = np.nextafter(below, np.float32(np.inf))
-    return (float(below) + float(above)) / 2.0
+    """Midpoint of :func:`f32_split`: the point that separates exactly the float32 inputs
+    scikit-learn sends left from those it sends right."""
+    below, above = f32_split(t)
+    return (below + above) / 2.0
 
 
 def _aligned_affine(lo: float, hi: float, thresholds: list[float]) -> tuple[float, float]:
