@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,8 @@ import numpy as np
 from . import __version__
 from .codegen import render
 from .errors import TreegenError
-from .inducers.efti import (EXP_STEPS, W_ONE, EFTIParams, FitnessTables, check_inputs, topology_thresholds)
+from .inducers.efti import (EXP_STEPS, W_ONE, EFTIParams, FitnessTables, check_inputs, fit_info,
+                             topology_thresholds)
 from .rng import prob_u32
 from .tree import LEAF, Tree
 
@@ -207,15 +207,8 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     rerouted, evals = ctypes.c_uint64(), ctypes.c_uint64()
     lib.tg_efti_stats(ctypes.byref(rerouted), ctypes.byref(evals))
     tree = tree_from_result(out, A, n_classes).refit_counts(X, y, relabel=False).validate()
-    info = {
-        "fitness": out.fitness / fit_scale,
-        "fitness_int": int(out.fitness),
-        "iterations": int(out.iterations),
-        "elapsed_s": round(elapsed, 4),
-        "efti_params": asdict(params),
-        "engine": "native",
-        "rerouted_fraction": round(rerouted.value / max(1, evals.value * n), 4),
-    }
+    info = fit_info(out.fitness, n, out.iterations, elapsed, params, rerouted.value, evals.value)
+    info["engine"] = "native"
     return tree, info
 
 

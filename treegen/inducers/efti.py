@@ -664,12 +664,20 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
         callback(params.max_iter, best.fit / fit_scale, n_leaves_best, acc_best)
     tree = ev.to_tree(best, X)
     elapsed = time.perf_counter() - t0
-    info = {
-        "fitness": best.fit / fit_scale,
-        "fitness_int": int(best.fit),
-        "iterations": int(params.max_iter),
+    info = fit_info(best.fit, ev.n, params.max_iter, elapsed, params, ev.stats["rerouted"], ev.stats["evaluations"])
+    return tree, info
+
+
+def fit_info(fitness_int: int, n: int, iterations: int, elapsed: float, params: EFTIParams, rerouted: int,
+             evaluations: int) -> dict:
+    """The ``info`` dict of an EFTI run (Python and native engines alike): fitness as a fraction
+    (the integer fitness over ``n * 2**32``) and as the integer, iterations, seconds, parameters, and
+    the share of instance evaluations that had to be re-routed."""
+    return {
+        "fitness": fitness_int / (n * float(1 << 32)),
+        "fitness_int": int(fitness_int),
+        "iterations": int(iterations),
         "elapsed_s": round(elapsed, 4),
         "efti_params": asdict(params),
-        "rerouted_fraction": round(ev.stats["rerouted"] / max(1, ev.stats["evaluations"] * ev.n), 4),
+        "rerouted_fraction": round(rerouted / max(1, evaluations * n), 4),
     }
-    return tree, info
