@@ -10,7 +10,7 @@ For every dataset one ``sklearn.tree.DecisionTreeClassifier(random_state=0)`` (g
 is fitted on all rows: scikit-learn's ``breast_cancer`` (float data) and the shared ``bcw``, ``ttt``,
 ``pid`` (integers 0..32767). Each tree is turned into C by
 
-- treegen (``treegen.importers.sklearn.from_sklearn`` + ``treegen.export.export_model``, target
+- treegen (``treegen.importers.sklearn.from_sklearn`` + ``treegen.emit.export.export_model``, target
   cortex-m4): layouts ``table`` / ``unrolled`` x dtypes ``q15`` (``tg_<n>_predict_q15``, int16 Q15
   input scaled on the host) / ``f32`` (``tg_<n>_predict_f32``, raw float input); plus ``unrolled q15``
   through ``tg_<n>_predict`` (raw float input, Q15 scaling on the device);
@@ -91,8 +91,8 @@ def load_dataset(name: str):
 
 def threshold_rows(clf, X: np.ndarray, integer: bool, base_rows: int, seed: int = 0) -> np.ndarray:
     """For each split, base_rows training rows with the split feature on either side of the threshold."""
-    from treegen.importers.sklearn import f32_split
-    from treegen.tree import LEAF
+    from treegen.core.tree import LEAF
+    from treegen.emit.importers.sklearn import f32_split
 
     rng = np.random.default_rng(seed)
     st = clf.tree_
@@ -143,7 +143,7 @@ def generate(impl: str, clf, model, name: str, n_features: int, out: Path) -> tu
     """Write the model's C into ``out``; return (sources, bench_config.h text)."""
     out.mkdir(parents=True, exist_ok=True)
     if impl.startswith("treegen"):
-        from treegen.export import export_model
+        from treegen.emit.export import export_model
 
         _, layout, dtype = impl.split("-")[:3]
         export_model(model, out, target=TARGET, layout=layout, dtype=dtype, name=name, measure=False)
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
         return 2
     from importlib.metadata import version
 
-    from treegen.importers.sklearn import from_sklearn
+    from treegen.emit.importers.sklearn import from_sklearn
 
     command = "python bench/codegen_vs_peers.py " + " ".join(
         a.replace(str(REPO) + "/", "") for a in (argv if argv is not None else sys.argv[1:]))

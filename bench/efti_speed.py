@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from treegen import engine
-from treegen.inducers.efti import EFTIParams, induce
-
 from shared_data import load_normalised as load
+
+from treegen.learn import engine
+from treegen.learn.inducers.efti import EFTIParams, induce
 
 
 def run(name: str, iters: int, seed: int, partial: bool, native: bool = False):

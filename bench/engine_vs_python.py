@@ -18,14 +18,13 @@ import sys
 import time
 
 import numpy as np
-
-from treegen import engine
-from treegen.cv import stratified_fold_ids
-from treegen.inducers import efti
-from treegen.inducers.efti import EFTIParams
-from treegen.metrics import mean_ci95
-
 from shared_data import load_normalised
+
+from treegen.core.metrics import mean_ci95
+from treegen.learn import engine
+from treegen.learn.cv import stratified_fold_ids
+from treegen.learn.inducers import efti
+from treegen.learn.inducers.efti import EFTIParams
 
 
 def main(argv=None) -> int:

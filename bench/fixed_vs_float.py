@@ -6,8 +6,8 @@ Usage::
 
 For each dataset and each of 5 stratified folds: fit EFTI (native engine, --iters iterations,
 oversize weight 0.05) and CART (gini, ccp_alpha 0.005) on the other folds, quantise the tree
-(treegen.quantize, no data: what `treegen export` generates) and compare the Python fixed-point
-model — bit-identical to the generated C (tests/test_export_agreement.py, hil/) — with the float
+(treegen.emit.quantize, no data: what `treegen export` generates) and compare the Python fixed-point
+model — bit-identical to the generated C (tests/emit/test_export_agreement.py, hil/) — with the float
 model on every row of the held-out fold. Prints the exact counts.
 """
 
@@ -19,12 +19,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from shared_data import load_raw
 
 from treegen import CARTClassifier, EFTIClassifier
-from treegen.cv import stratified_fold_ids
-from treegen.quantize import predict_q15, quantize_tree
-
-from shared_data import load_raw
+from treegen.emit.quantize import predict_q15, quantize_tree
+from treegen.learn.cv import stratified_fold_ids
 
 
 def main(argv=None) -> int:

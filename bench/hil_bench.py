@@ -10,8 +10,8 @@ Usage::
 For every dataset one EFTI tree is fitted on all rows (``max_iter`` = ``--iters``, ``random_state``
 = ``--seed``, other parameters default). For every target, layout and variant (M3: scalar only, it
 has no DSP extension; M4 and M7: scalar and dsp) the firmware harness is built offline with
-PlatformIO (treegen.hil.build_firmware) and run in QEMU (``-icount shift=0,align=off,sleep=off``),
-then measured over the serial protocol (treegen.hil), never asserted:
+PlatformIO (treegen.device.hil.build_firmware) and run in QEMU (``-icount shift=0,align=off,sleep=off``),
+then measured over the serial protocol (treegen.device.hil), never asserted:
 
 - correctness: every row of the dataset goes through PREDICT and must equal the Python fixed-point
   model (mismatches are counted and reported; any mismatch makes the script exit 1);
@@ -52,11 +52,11 @@ REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 
 from treegen import EFTIClassifier, __version__  # noqa: E402
-from treegen import hil  # noqa: E402
-from treegen import targets as tg_targets  # noqa: E402
-from treegen.data import load_csv  # noqa: E402
-from treegen.export import export_model  # noqa: E402
-from treegen.quantize import quantize_model  # noqa: E402
+from treegen.core import targets as tg_targets  # noqa: E402
+from treegen.core.data import load_csv  # noqa: E402
+from treegen.device import hil  # noqa: E402
+from treegen.emit.export import export_model  # noqa: E402
+from treegen.emit.quantize import quantize_model  # noqa: E402
 
 LOOP_INSNS = 7
 

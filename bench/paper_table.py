@@ -67,7 +67,7 @@ def targets_met(result: dict, paper_acc: float, paper_leaves: float) -> tuple[bo
 
 def run_reference(binary: str, dataset: str, iters: int, ko: float, folds: int, repeats: int, seed: int) -> dict:
     """The EFTI reference's own cross-validation: mean test accuracy (%) and leaves with 95 % CIs."""
-    from treegen.metrics import summary
+    from treegen.core.metrics import summary
 
     cmd = [binary, f"--max_iter={iters}", f"--oversize_w={ko}", f"--folds={folds}", f"--runs={repeats}",
            f"--seed={seed}", f"--dataset_selection={dataset}"]

@@ -30,12 +30,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from treegen import engine
-from treegen.cv import stratified_fold_ids
-from treegen.inducers.efti import EFTIParams
-
 from shared_data import load_normalised as load
+
+from treegen.learn import engine
+from treegen.learn.cv import stratified_fold_ids
+from treegen.learn.inducers.efti import EFTIParams
 
 
 def timed(X, y, C, params, seed):

@@ -6,18 +6,18 @@ Usage::
     python bench/train_device_bench.py [--dataset veh] [--iters 2000] [--seed 1]
                                        [--builds qemu-m3:scalar,qemu-m4:scalar,qemu-m4:dsp] [--json OUT]
 
-For each build: the firmware harness with on-device training (treegen.train_firmware, engine sized
+For each build: the firmware harness with on-device training (treegen.device.train_firmware, engine sized
 exactly for the dataset: rows, attributes, classes, depth 8, partial reclassification on) is built
 offline with PlatformIO, run in QEMU (``-icount shift=0``: SysTick counts instructions, resolution
 40 instructions), the rows are streamed (TRAIN_DATA) and TRAIN runs ``--iters`` iterations. The
 device times every iteration (tg_port_counter() read between tg_efti_step(1) calls) and reports the
 total; instructions per iteration = total / iterations (the initial evaluation, tg_efti_init, is
 reported separately). The evolved tree is read back and checked identical to the host's
-(treegen.engine.induce, same seed), so the figures are for the exact computation the host does.
+(treegen.learn.engine.induce, same seed), so the figures are for the exact computation the host does.
 
 RAM: ``engine+buffers`` is what the device reports (sizeof of the engine's and the row buffer's
 static objects, TRAIN_INFO), ``firmware`` the ELF's data + bss (harness, port, stack reserve
-included), ``estimate`` treegen's pre-build estimate (treegen.train_firmware.estimate_ram).
+included), ``estimate`` treegen's pre-build estimate (treegen.device.train_firmware.estimate_ram).
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from treegen import CARTClassifier, engine
-from treegen import train_firmware as tf
-from treegen.emulator import QemuBoard
-from treegen.inducers.efti import EFTIParams
-from treegen.protocol import DeviceClient
-from treegen.train_hil import TrainingClient, build_train_firmware, device_tree
-
 from shared_data import load_raw
+
+from treegen import CARTClassifier
+from treegen.device import train_firmware as tf
+from treegen.device.emulator import QemuBoard
+from treegen.device.protocol import DeviceClient
+from treegen.device.train_hil import TrainingClient, build_train_firmware, device_tree
+from treegen.learn import engine
+from treegen.learn.inducers.efti import EFTIParams
 
 
 def main(argv=None) -> int:

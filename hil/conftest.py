@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from treegen import targets as tg_targets
-from treegen.errors import TreegenError
-from treegen.protocol import CounterUnit, DeviceClient
+from treegen.core import targets as tg_targets
+from treegen.core.errors import TreegenError
+from treegen.device.protocol import CounterUnit, DeviceClient
 
 from . import models as hil_models
 
@@ -238,8 +238,8 @@ class _Firmwares:
 
     def get(self, target: tg_targets.Target, case: hil_models.Case, *, layout: str | None = None,
             variant: str = "auto"):
-        from treegen import hil
-        from treegen.export import resolve_variant
+        from treegen.device import hil
+        from treegen.emit.export import resolve_variant
 
         layout = layout or case.layout
         try:
@@ -317,7 +317,7 @@ def start_device(target: tg_targets.Target, fw, port: str | None):
     if fw is None:
         pytest.fail(f"no firmware for {target.name}", pytrace=False)
     if target.kind == "host":
-        from treegen.firmware import NativeDevice
+        from treegen.device.firmware import NativeDevice
 
         proc = NativeDevice(fw.path)
         error = None
@@ -333,7 +333,7 @@ def start_device(target: tg_targets.Target, fw, port: str | None):
             proc.kill()
             proc.stop(check=False)
         return
-    from treegen.emulator import QemuBoard
+    from treegen.device.emulator import QemuBoard
 
     board = QemuBoard(target, fw.path)
     error = None
@@ -374,9 +374,9 @@ def open_client(dev: RunningDevice, timeout: float) -> DeviceClient:
 
 @pytest.fixture
 def dut(device, hil_options, case, target):
-    """A :class:`~treegen.protocol.DeviceClient` connected to the device, which has answered INFO
+    """A :class:`~treegen.device.protocol.DeviceClient` connected to the device, which has answered INFO
     for the model under test ("device runs model X, expected Y" otherwise); closed in ``finally``."""
-    from treegen.hil import WrongModel, check_identity
+    from treegen.device.hil import WrongModel, check_identity
 
     client = open_client(device, hil_options.timeout)
     try:

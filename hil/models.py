@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from treegen import CARTClassifier, EFTIClassifier, save
-from treegen.data import load_csv, load_for_model
-from treegen.model import Model, load
+from treegen.core.data import load_csv, load_for_model
+from treegen.core.model import Model, load
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -52,8 +52,8 @@ class Case:
 
     @cached_property
     def ref(self):
-        """The expected answers (:class:`treegen.hil.Reference`): Q15 rows, fixed-point and float classes."""
-        from treegen.hil import random_rows, reference
+        """The expected answers (:class:`treegen.device.hil.Reference`): Q15 rows, fixed-point and float classes."""
+        from treegen.device.hil import random_rows, reference
 
         if self.X_raw.shape[0] == 0:
             return reference(self.model, q15=random_rows(self.model.n_features))

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from treegen import __version__
-from treegen.hil import bench_rows, check_identity, counter_unit_name, mismatch_rows, predict_rows
-from treegen.protocol import CAP_BENCH, CAP_PREDICT, CounterUnit
+from treegen.device.hil import bench_rows, check_identity, counter_unit_name, mismatch_rows, predict_rows
+from treegen.device.protocol import CAP_BENCH, CAP_PREDICT, CounterUnit
 
 from .conftest import expected_counter_unit
 

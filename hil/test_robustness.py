@@ -11,10 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from treegen.hil import HilError, run_hil
-from treegen.model import Model
-from treegen.protocol import (SYNC0, SYNC1, BadCrc, BadLength, DeviceError, ErrorCode, Frame, FrameParser,
-                              MsgType, encode_frame)
+from treegen.core.model import Model
+from treegen.device.hil import HilError, run_hil
+from treegen.device.protocol import (SYNC0, SYNC1, BadCrc, BadLength, DeviceError, ErrorCode, Frame, FrameParser,
+                                     MsgType, encode_frame)
 
 pytestmark = [pytest.mark.hil, pytest.mark.hil_only(first_case=True)]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treegen.hil import bench_rows, check_identity, predict_rows
-from treegen.protocol import CounterUnit
+from treegen.device.hil import bench_rows, check_identity, predict_rows
+from treegen.device.protocol import CounterUnit
 
 from .conftest import open_client, start_device
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.export import STRICT_CFLAGS
-from treegen.model import Model
-from treegen.scaling import InputScaling
-from treegen.tree import LEAF, Tree
+from treegen.core.model import Model
+from treegen.core.scaling import InputScaling
+from treegen.core.tree import LEAF, Tree
+from treegen.emit.export import STRICT_CFLAGS
 
 DRIVER = Path(__file__).resolve().parent / "c" / "tg_driver.c"
 Q15_MAX = 32767

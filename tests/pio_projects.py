@@ -15,12 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import load_shared
 
 from treegen import CARTClassifier, EFTIClassifier
-from treegen import platformio as tpio
-from treegen.model import Model
+from treegen.core.model import Model
+from treegen.device import platformio as tpio
 
 TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-arm")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import treegen
-from treegen import resources
+from treegen.core import resources
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,7 +62,8 @@ def test_wheel_contains_the_whole_package(built_wheel):
     wheel, expected = built_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     in_wheel = {n.removeprefix("treegen/") for n in names if n.startswith("treegen/") and n.endswith(".py")}
-    assert {"__init__.py", "resources.py", "tree.py", "model.py", "cli.py", "inducers/__init__.py"} <= in_wheel
+    assert {"__init__.py", "core/resources.py", "core/tree.py", "core/model.py", "cli/__init__.py", "cli/main.py",
+            "learn/inducers/__init__.py", "importers/sklearn.py"} <= in_wheel
     assert expected["treegen"] <= in_wheel, f"modules missing from the wheel: {sorted(expected['treegen'] - in_wheel)}"
 
 
@@ -93,7 +94,7 @@ def test_resources_resolve_from_the_unpacked_wheel(built_wheel, tmp_path):
     zipfile.ZipFile(wheel).extractall(site)
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "import treegen, treegen.resources as r\n"
+        "import treegen, treegen.core.resources as r\n"
         "from treegen.cli import main\n"
         "assert callable(main)\n"
         "print(treegen.__file__); print(r.templates_dir()); print(r.targets_dir())\n"

@@ -4,12 +4,11 @@ Induce trees on the host (EFTI oblique trees, CART), export them as fixed-point 
 Cortex-M targets and verify them on the device over a serial link.
 """
 
-__version__ = "0.1.0"
-
-from .errors import TreegenError  # noqa: E402
-from .model import Model, load, save  # noqa: E402
-from .tree import Tree  # noqa: E402
-from .estimators import ALGORITHMS, CARTClassifier, EFTIClassifier, make_estimator  # noqa: E402
+from treegen.core.errors import TreegenError
+from treegen.core.model import Model, load, save
+from treegen.core.tree import Tree
+from treegen.core.version import __version__
+from treegen.learn.estimators import ALGORITHMS, CARTClassifier, EFTIClassifier, make_estimator
 
 __all__ = [
     "__version__", "TreegenError", "Model", "Tree", "load", "save",

@@ -1,4 +1,4 @@
-/* Harness self-check, run by tests/test_qemu_harness.py:
+/* Harness self-check, run by tests/device/test_qemu_harness.py:
  *  - tg_calib: SysTick against a loop of exactly 2^21 instructions;
  *  - spin_4000: a 4000-instruction difference measured between two tg_ticks() spans;
  *  - spin_long: 40,000,000 instructions across many 24-bit SysTick wraps;

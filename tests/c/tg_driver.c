@@ -1,5 +1,5 @@
 /*
- * Test driver for exported models (tests/test_export_agreement.py; not shipped).
+ * Test driver for exported models (tests/emit/test_export_agreement.py; not shipped).
  *
  * Reads rows of TG_NF inputs from the binary file argv[1] (native byte order; int16_t Q15 rows, or
  * float raw rows when TG_INPUT_FLOAT is defined) and writes one byte per row, the class index

@@ -1,12 +1,7 @@
-"""Importers: trees trained by other libraries -> a treegen :class:`~treegen.model.Model`.
-
-``sklearn``  fitted scikit-learn ``DecisionTreeClassifier`` / ``RandomForestClassifier``
-             (:func:`treegen.importers.sklearn.from_sklearn`). scikit-learn is optional: it is
-             imported only when an importer is called.
-"""
+"""Public alias of :mod:`treegen.emit.importers` (``from treegen.importers import from_sklearn``)."""
 
 from __future__ import annotations
 
-from .sklearn import from_sklearn
+from treegen.emit.importers import from_sklearn
 
 __all__ = ["from_sklearn"]

@@ -1,0 +1,94 @@
+"""The C EFTI engine (templates/efti) == the Python EFTI, bit for bit; strict C; bad input."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import load_shared
+
+from treegen import EFTIClassifier, TreegenError
+from treegen.learn import engine
+from treegen.learn.inducers import efti
+from treegen.learn.inducers.efti import EFTIParams
+
+
+def _data(name):
+    X, y = load_shared(name)
+    classes, y_idx = np.unique(y, return_inverse=True)
+    return X / 32768.0, y_idx.astype(np.int64), len(classes)
+
+
+CASES = [
+    ("veh", 6000, 1, {}),
+    ("veh", 6000, 2, {"partial_reclassification": False}),
+    ("seg", 4000, 3, {"dipole": "node"}),
+    ("gls", 5000, 4, {"missing_weight": 0.3, "oversize_weight": 0.02}),
+    ("irs", 3000, 5, {"coefficient_mutation_rate": 0.05}),
+    ("pid", 3000, 6, {"max_depth": 3, "oversize_weight": 0.0}),
+    ("son", 2000, 7, {"search_probability": 0.2, "search_probability_raise": 1e-3,
+                      "return_to_best_probability": 0.01}),
+    ("bcw", 3000, 8, {"max_depth": 1}),
+]
+
+
+@pytest.mark.parametrize("name, iters, seed, kw", CASES)
+def test_native_engine_evolves_the_identical_tree(name, iters, seed, kw):
+    X, y, C = _data(name)
+    p = EFTIParams(max_iter=iters, **kw)
+    t_py, i_py = efti.induce(X, y, C, p, seed=seed)
+    t_c, i_c = engine.induce(X, y, C, p, seed=seed)
+    assert t_c.equals(t_py)
+    assert i_c["fitness_int"] == i_py["fitness_int"]
+    assert i_c["iterations"] == iters
+
+
+def test_partial_reclassification_runs_in_c_and_changes_nothing():
+    X, y, C = _data("seg")
+    a, ia = engine.induce(X, y, C, EFTIParams(max_iter=5000, partial_reclassification=True), seed=9)
+    b, ib = engine.induce(X, y, C, EFTIParams(max_iter=5000, partial_reclassification=False), seed=9)
+    assert a.equals(b)
+    assert ia["rerouted_fraction"] < 0.9 and ib["rerouted_fraction"] == 1.0
+
+
+def test_estimator_engines_agree_and_auto_picks_native():
+    X, y = load_shared("pid")
+    a = EFTIClassifier(max_iter=2000, random_state=3, engine="python").fit(X, y)
+    b = EFTIClassifier(max_iter=2000, random_state=3, engine="native").fit(X, y)
+    c = EFTIClassifier(max_iter=2000, random_state=3).fit(X, y)
+    assert a.tree_.equals(b.tree_) and b.tree_.equals(c.tree_)
+    assert b.model_.metadata["engine"] == "native"
+    assert c.model_.metadata["engine"] == "native"      # a C compiler is part of the setup
+    with pytest.raises(TreegenError, match="unknown EFTI engine"):
+        EFTIClassifier(engine="gpu").fit(X, y)
+
+
+def test_callback_from_native_engine():
+    X, y, C = _data("irs")
+    seen = []
+    engine.induce(X, y, C, EFTIParams(max_iter=3000), seed=1, callback=lambda *a: seen.append(a))
+    assert seen[0][0] == 0 and seen[-1][0] == 3000
+    assert all(b[1] >= a[1] for a, b in zip(seen, seen[1:]))
+
+
+def test_bad_input_is_rejected_with_a_clear_error():
+    X, y, C = _data("irs")
+    with pytest.raises(TreegenError, match="two classes"):
+        engine.induce(X, np.zeros_like(y), C, EFTIParams(max_iter=10))
+    with pytest.raises(TreegenError, match="Q15 grid"):
+        engine.induce(X + 1e-7, y, C, EFTIParams(max_iter=10))
+    with pytest.raises(TreegenError, match="max_iter"):
+        engine.induce(X, y, C, EFTIParams(max_iter=-1))
+
+
+@pytest.mark.parametrize("cpu", ["cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7"])
+def test_engine_compiles_strictly_for_cortex_m(tmp_path, cpu):
+    cc = shutil.which("arm-none-eabi-gcc")
+    assert cc, "arm-none-eabi-gcc is required (scripts/setup.sh installs it)"
+    sizes = engine.engine_sizes(512, 18, 4, 5)
+    for name, text in engine.render_engine(sizes).items():
+        (tmp_path / name).write_text(text)
+    res = subprocess.run([cc, f"-mcpu={cpu}", "-mthumb", "-Os", *engine.STRICT_FLAGS, "-c",
+                          str(tmp_path / "tg_efti.c"), "-o", str(tmp_path / "tg_efti.o")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

@@ -1,0 +1,98 @@
+"""What the command modules share: option value types, table/percent formatting, and the CLI's
+own errors (a usage error; a HIL run whose device disagrees, which exits with status 1)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from treegen.core.errors import TreegenError
+
+
+class CLIError(TreegenError):
+    """A command-line usage error (bad option, missing argument)."""
+
+
+
+class HilFailed(TreegenError):
+    """The device answered, but not as the host model: exit status 1 (not a usage error)."""
+
+
+
+# ---------------------------------------------------------------------- option value types
+def int_at_least(minimum: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} expected, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number expected, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def job_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"an integer expected, got {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("must not be 0 (1 = sequential, -1 = all cores)")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number expected, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def int_range(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"an integer expected, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be {lo}..{hi}, got {value}")
+        return value
+    return parse
+
+
+
+def pct(fraction: float) -> float:
+    return 100.0 * float(fraction)
+
+
+def params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
+
+
+def table(rows: list[list[str]], align_left: int = 1) -> str:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [cell.ljust(widths[c]) if c < align_left else cell.rjust(widths[c]) for c, cell in enumerate(r)]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+
+def kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB"
+

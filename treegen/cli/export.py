@@ -1,0 +1,172 @@
+"""``treegen export | targets``: C sources for a target (inference, or the EFTI training engine with
+``--train``), and the list of targets."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from treegen.cli.common import int_at_least, table
+from treegen.core.data import load_csv, load_for_model
+from treegen.core.errors import ModelFileError, TreegenError
+from treegen.core.model import load
+from treegen.core.output import check_output, write_json
+from treegen.core.targets import all_targets
+from treegen.core.targets import get as get_target
+from treegen.emit.export import DTYPES as EXPORT_DTYPES
+from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
+from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
+from treegen.emit.export import export_model
+from treegen.learn.inducers.efti import EFTIParams
+
+
+def register(sub) -> None:
+    """Add export and targets to the subcommands ``sub``."""
+    p = sub.add_parser("export", help="generate fixed-point (Q15) or float32 C for a target")
+    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o); with --train also a training CSV")
+    p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')")
+    p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table",
+                   help="table: const node arrays + a loop; unrolled: one code block per node (default table)")
+    p.add_argument("--dtype", choices=EXPORT_DTYPES, default="q15", help="q15 fixed point or f32 (default q15)")
+    p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
+                   help="oblique multiply-accumulate: scalar C, ARMv7E-M dsp, or auto (dsp if the target has it)")
+    p.add_argument("--name", metavar="NAME", help="C identifier of the model (default: the model file name)")
+    p.add_argument("--data", metavar="CSV", help="labelled data: fixed-vs-float agreement, accuracy, example rows")
+    p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if missing)")
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    g = p.add_argument_group("on-device training (--train: the EFTI engine as a library; treegen.device.train_firmware)")
+    g.add_argument("--train", action="store_true",
+                   help="write the EFTI engine (tg_efti.*, tg_efti_config.c, example main.c) sized for MODEL or a "
+                        "training CSV (compiled into flash), after a RAM check")
+    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
+                   help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
+    g.add_argument("--max-rows", type=int_at_least(2, "an integer"), metavar="N",
+                   help="--train: training rows the device keeps (default: the data's or the model's n_train)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("targets", help="list the targets code can be exported for")
+    p.set_defaults(func=cmd_targets)
+
+
+def cmd_export(args) -> int:
+    if args.train:
+        return cmd_export_train(args)
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise TreegenError(f"output path {out} is a file, not a directory")
+    check_output(args.json, "JSON file")
+    if args.label is not None and args.data is None:
+        raise TreegenError("--label needs --data")
+    target = get_target(args.target)
+    model = load(args.model)
+    data = None
+    if args.data is not None:
+        ds = load_for_model(args.data, model.n_features, label=args.label)
+        data = (ds.X, ds.labels if ds.labels.shape[0] else None)
+    name = args.name if args.name is not None else Path(args.model).name.removesuffix(".json")
+    rep = export_model(model, out, target=target, layout=args.layout, dtype=args.dtype, variant=args.variant,
+                       name=name, data=data)
+    d = rep.to_dict()
+    flags = ", ".join(f for f, on in (("FPU", target.fpu), ("DSP", target.dsp)) if on) or "no FPU, no DSP"
+    print(f"model           {args.model}  (sha256 {rep.model_hash[:16]})")
+    print(f"target          {rep.target}  ({target.core}; {flags})")
+    print(f"export          {rep.name}: layout {rep.layout}, dtype {rep.dtype}"
+          + (f", variant {rep.variant}" if rep.dtype == "q15" else ""))
+    print(f"files           {', '.join(rep.files)}")
+    for i, t in enumerate(rep.trees):
+        acc = f", int{t['acc_bits']}_t accumulator (|acc| <= {t['acc_bound']})" if t["kind"] == "oblique" and \
+            t["acc_bits"] else ""
+        print(f"{'trees' if i == 0 else '':<16}{i}: {t['kind']}, {t['n_internal']} internal nodes, "
+              f"{t['n_leaves']} leaves, depth {t['depth']}{acc}")
+    print(f"field types     child reference {rep.field_types['child_ref']}, "
+          f"feature index {rep.field_types['feature_index']}")
+    if rep.dtype == "q15":
+        exact = "yes (integer tests equal the float tests on every Q15 input)" if rep.exact else \
+            "not proven (inexact coefficients; thresholds fitted to the data given)"
+        print(f"exact           {exact}")
+        print(f"unresolved rows {len(rep.unresolved_rows)}")
+    print(f"estimated bytes {rep.estimated_bytes}  (tables{' + code estimate' if rep.layout == 'unrolled' else ''})")
+    if rep.flash_bytes is None:
+        print(f"flash / RAM     {rep.size_note}")
+    else:
+        print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes; inference path alone "
+              f"{rep.flash_bytes_inference} bytes flash")
+        print(f"                ({rep.size_note})")
+    agr = rep.agreement
+    if agr is not None:
+        if "fixed_vs_float_pct" in agr:
+            print(f"agreement       {agr['fixed_vs_float_pct']:.2f} % fixed-point vs float  ({agr['rows']} rows)")
+        if "accuracy_float_pct" in agr:
+            fixed = f", fixed-point {agr['accuracy_fixed_pct']:.2f} %" if "accuracy_fixed_pct" in agr else ""
+            print(f"accuracy        float {agr['accuracy_float_pct']:.2f} %{fixed}")
+    for note in rep.notes:
+        print(f"note            {note}")
+    write_json(args.json, {"command": "export", "model": str(args.model), **d})
+    return 0
+
+
+def cmd_targets(args) -> int:
+    rows = [["name", "kind", "core", "FPU", "DSP", "flash", "RAM", "description"]]
+    for t in all_targets():
+        rows.append([t.name, t.kind, t.core, "yes" if t.fpu else "no", "yes" if t.dsp else "no",
+                     f"{t.flash_kb} KiB", f"{t.ram_kb} KiB", t.description])
+    print(table(rows, align_left=8))
+    return 0
+
+
+def cmd_export_train(args) -> int:
+    """``treegen export MODEL_OR_DATA --train --target T -o DIR [--max-depth D] [--max-rows N]``."""
+    from treegen.device.train_firmware import export_train_library, params_from_model, training_rows
+
+    check_output(args.json, "JSON file")
+    target = get_target(args.target)
+    source = Path(args.model)
+    model = None
+    try:
+        model = load(source)
+    except ModelFileError:
+        if source.suffix == ".json" or not source.is_file():
+            raise
+    data = None
+    n_attr = n_classes = None
+    if model is None:                                   # a training CSV: its rows go into flash
+        ds = load_csv(source, label=args.label)
+        Xq, y, C, scaling = training_rows(ds.X, ds.labels)
+        data = (Xq, y, C)
+        params = replace(EFTIParams(), max_depth=args.max_depth) if args.max_depth else EFTIParams()
+        what = f"data {source.name} ({ds.n_rows} rows, {ds.n_features} features, {C} classes; scaling {scaling.method})"
+    else:
+        params = params_from_model(model, max_depth=args.max_depth)
+        n_attr, n_classes = model.n_features, model.n_classes
+        what = f"model {source.name} ({model.n_features} features, {model.n_classes} classes)"
+        if args.data is not None:
+            ds = load_for_model(args.data, model.n_features, label=args.label)
+            Xq, y, C, _ = training_rows(ds.X, ds.labels, model=model)
+            data = (Xq, y, C)
+    max_rows = args.max_rows
+    if model is not None and data is None and max_rows is None:
+        max_rows = (model.metadata or {}).get("n_train")
+        if not max_rows:
+            raise TreegenError("--max-rows is needed with a model: how many training rows the device keeps")
+    rep = export_train_library(args.output, target, params, max_rows=int(max_rows or 0), n_attr=n_attr or 0,
+                               n_classes=n_classes or 0, data=data,
+                               dsp=args.variant, data_source=source.name if model is None else str(args.data))
+    s, ram = rep.spec, rep.ram
+    print(f"source          {what}")
+    print(f"target          {target.name}  ({target.core}; {target.ram_kb} KiB RAM, {target.flash_kb} KiB flash)")
+    print(f"files           {', '.join(rep.files)}  in {args.output}")
+    print(f"engine          {s['max_rows']} rows x {s['n_attr']} attributes, classes 2..{s['n_classes']}, depth "
+          f"{s['max_depth']}; partial reclassification {'on' if s['partial'] else 'off'}; "
+          f"{'SMLALD (DSP)' if s['dsp'] else 'scalar'} dot product")
+    print(f"data            {'in flash (tg_efti_data.c): ' + str(s['flash_rows']) + ' rows' if s['flash_rows'] else 'your firmware fills a RAM buffer (see main.c)'}")
+    print(f"RAM             {ram['total']} bytes needed of {target.ram_bytes} (engine {ram['engine']}, buffers "
+          f"{ram['train_buffers']}, stack {ram['stack']})")
+    print(f"flash (est.)    {rep.flash_estimate} bytes (tables, data, code)")
+    print(f"parameters      digest {s['params_digest']}; max_iter {params.max_iter} (example main), "
+          f"oversize_weight {params.oversize_weight}")
+    print(f"example         cc -std=c99 -O2 -I {args.output} {' '.join(str(Path(args.output) / f) for f in rep.files if f.endswith('.c'))}")
+    if rep.notes and any("off (RAM)" in n for n in rep.notes):
+        print("note            partial reclassification is off: it would not fit in RAM (same trees, slower)")
+    write_json(args.json, {"command": "export", "train": True, **rep.to_dict()})
+    return 0

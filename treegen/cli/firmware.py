@@ -1,0 +1,202 @@
+"""``treegen build | flash``: the PlatformIO project of a model (optionally with on-device
+training), built offline for emulated targets; uploaded to a board or run in QEMU."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from treegen.cli.common import int_at_least, kib
+from treegen.core.data import load_for_model
+from treegen.core.errors import TreegenError
+from treegen.core.model import load
+from treegen.core.targets import get as get_target
+from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
+from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
+
+
+def register(sub) -> None:
+    """Add build and flash to the subcommands ``sub``."""
+    p = sub.add_parser("build", help="write a PlatformIO project (model + firmware harness) and build it")
+    _add_firmware_options(p)
+    p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("flash", help="upload the firmware to a board, or run it in QEMU for an emulated target")
+    _add_firmware_options(p)
+    p.add_argument("--port", metavar="P",
+                   help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
+    p.set_defaults(func=cmd_flash)
+
+
+def _add_firmware_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
+    p.add_argument("--target", required=True, metavar="T",
+                   help="emulated target (qemu-m3, qemu-m4, qemu-m7) or board (see 'treegen targets')")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="PlatformIO project directory (default: build/<model>-<target>)")
+    p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
+    p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
+                   help="oblique multiply-accumulate: scalar, dsp or auto (default auto)")
+    g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
+    g.add_argument("--train", action="store_true",
+                   help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
+    g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine")
+    g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
+    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
+                   help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
+
+
+def _firmware_project(args):
+    """(model, target, project dir) of build/flash; the target must be built with PlatformIO."""
+    _check_train_flags(args)
+    target = get_target(args.target)
+    if target.kind not in ("emulated", "board"):
+        raise TreegenError(f"target {target.name!r} (kind {target.kind!r}) has no firmware build; use an "
+                           "emulated target (qemu-m3, qemu-m4, qemu-m7) or a board (see 'treegen targets')")
+    model = load(args.model)
+    stem = Path(args.model).name.removesuffix(".json")
+    out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    return model, target, out
+
+
+def _print_size(size, target) -> None:
+    print(f"flash           {kib(size.flash)} of {target.flash_kb} KiB "
+          f"({100 * size.flash / target.flash_bytes:.1f} %)")
+    print(f"RAM             {kib(size.ram)} of {target.ram_kb} KiB ({100 * size.ram / target.ram_bytes:.1f} %; "
+          "static data + stack reserve)")
+
+
+def _check_train_flags(args) -> None:
+    if not args.train and (args.data is not None or args.max_depth is not None or args.label is not None):
+        raise TreegenError("--data, --label and --max-depth of build/flash only apply with --train")
+    if args.train and args.data is None:
+        raise TreegenError("--train needs --data CSV: the training rows size the engine's buffers")
+
+
+def _train_spec(args, model, target):
+    """The on-device training configuration of build/flash --train (None without --train)."""
+    from treegen.device.train_firmware import make_train_spec, params_from_model, training_rows
+
+    if not args.train:
+        return None
+    ds = load_for_model(args.data, model.n_features, label=args.label)
+    Xq, _, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
+    n, A = Xq.shape
+    params = params_from_model(model, max_depth=args.max_depth)
+    spec = make_train_spec(target, params, max_rows=n, n_attr=A, n_classes=C, dsp=args.variant)
+    print(f"training        engine for {n} rows x {A} attributes, {C} classes, depth {spec.max_depth} "
+          f"(rows from {args.data})")
+    return spec
+
+
+def _build_firmware(model, target, out: Path, args, train=None) -> Path:
+    """Write the project and build it (emulated targets, or boards whose platform is installed)."""
+    from treegen.device import platformio as pio
+
+    pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
+    t0 = time.perf_counter()
+    elf = pio.build(out, verbose=args.verbose, target=target)
+    seconds = time.perf_counter() - t0
+    size = pio.check_size(elf, target)
+    print(f"firmware        {elf}")
+    _print_size(size, target)
+    print(f"build time      {seconds:.1f} s")
+    return elf
+
+
+def cmd_build(args) -> int:
+    from treegen.device import platformio as pio
+
+    model, target, out = _firmware_project(args)
+    print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
+    print(f"target          {target.name}  ({target.kind}: {target.description})")
+    print(f"project         {out}")
+    train = _train_spec(args, model, target)
+    platform = target.platformio.get("platform", "")
+    if target.kind == "emulated" or pio.platform_installed(platform):
+        _build_firmware(model, target, out, args, train=train)
+        if target.kind == "emulated":
+            extra = f" --train --data {args.data}" if train is not None else ""
+            print(f"run             treegen flash {args.model} --target {target.name} -o {out}{extra}")
+    else:
+        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
+        print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "
+              "registry is reachable, build and upload with:")
+        print(f"                {' '.join(pio.upload_command(out))}")
+    return 0
+
+
+def _emulated_firmware(model, target, out: Path, args, train=None) -> Path:
+    """The project's firmware.elf, rebuilt unless it is up to date for this model/layout/variant
+    (always regenerated with on-device training; PlatformIO's build cache keeps that quick)."""
+    from treegen.device import platformio as pio
+
+    if train is not None:
+        return _build_firmware(model, target, out, args, train=train)
+    elf = out / ".pio" / "build" / pio.env_name(target) / "firmware.elf"
+    try:
+        ini = (out / "platformio.ini").read_text(encoding="utf-8")
+    except OSError:
+        ini = ""
+    current = f"model {model.hash()}  layout {args.layout}  variant {args.variant}" in ini and \
+        f"; target {target.name}:" in ini
+    if current and elf.is_file():
+        print(f"firmware        {elf}  (up to date)")
+        return elf
+    return _build_firmware(model, target, out, args)
+
+
+def cmd_flash(args) -> int:
+    from treegen.device import platformio as pio
+    from treegen.device.emulator import QemuBoard
+
+    model, target, out = _firmware_project(args)
+    train = _train_spec(args, model, target)
+    if target.kind == "board":
+        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
+        cmd = pio.pio_command() + pio.upload_command(out, port=args.port)[1:]
+        print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
+        try:
+            rc = subprocess.run(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL).returncode
+        except OSError as exc:
+            raise TreegenError(f"cannot run PlatformIO: {exc.strerror or exc}") from None
+        if rc != 0:
+            raise TreegenError(f"pio run -t upload failed (exit {rc}); see PlatformIO's output above")
+        return 0
+
+    port = None
+    if args.port is not None:
+        try:
+            port = int(args.port)
+        except ValueError:
+            raise TreegenError(f"--port for an emulated target is a TCP port number, got {args.port!r}") from None
+        if not 1 <= port <= 65535:
+            raise TreegenError(f"--port must be 1..65535, got {port}")
+    elf = _emulated_firmware(model, target, out, args, train=train)
+
+    def _stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _stop)   # SIGTERM too must not leave QEMU running
+    try:
+        with QemuBoard(target, elf, port=port) as board:
+            print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
+            print(f"serial          {board.url}")
+            print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
+                  flush=True)
+            try:
+                rc = board.wait()
+            except KeyboardInterrupt:
+                print("stopped", flush=True)
+                return 0
+            err = " ".join(board.stderr().split())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
+
+

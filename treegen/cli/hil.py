@@ -1,0 +1,172 @@
+"""``treegen hil``: check a model's firmware on a device against the host (and, with ``--train``,
+on-device training against the host engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from treegen.cli.common import HilFailed, int_at_least, int_range, positive_float
+from treegen.core.data import load_for_model
+from treegen.core.errors import DataError, TreegenError
+from treegen.core.model import load
+from treegen.core.output import check_output, write_json, write_text
+from treegen.core.progress import progress_bar
+from treegen.core.targets import get as get_target
+from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
+from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
+
+
+def register(sub) -> None:
+    """Add hil to the subcommands ``sub``."""
+    p = sub.add_parser("hil", help="hardware in the loop: check a model's firmware on a device against the host")
+    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
+    p.add_argument("--target", required=True, metavar="T",
+                   help="native, an emulated target (qemu-m3, qemu-m4, qemu-m7) or a board (see 'treegen targets')")
+    p.add_argument("--port", metavar="URL",
+                   help="use the device running at this serial port or pyserial URL (/dev/ttyACM0, "
+                        "socket://127.0.0.1:PORT); required for real boards (flashed with 'treegen flash'). "
+                        "Without it, native and emulated targets are built and started here")
+    p.add_argument("--data", required=True, metavar="CSV", help="rows to stream (label column optional)")
+    p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
+    p.add_argument("--layout", choices=EXPORT_LAYOUTS, default=None,
+                   help="model code layout to build (default table; with --port: checked against the device)")
+    p.add_argument("--variant", choices=EXPORT_VARIANTS, default=None,
+                   help="multiply-accumulate variant to build (default auto; with --port: checked against the device)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="build directory (default: build/<model>-<target>)")
+    p.add_argument("--timeout", type=positive_float, default=10.0, metavar="S",
+                   help="seconds to wait for each response (default 10)")
+    p.add_argument("--bench-iters", type=int_range(0, 65535), default=2000, metavar="N",
+                   help="BENCH calls per timed row (default 2000; 0 = no BENCH)")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON (also when the run fails: ok false)")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML: one testcase per check (hash, predictions, bench)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("on-device training (treegen.device.train_hil)")
+    g.add_argument("--train", action="store_true",
+                   help="instead: build the firmware with the EFTI engine sized for --data, train on the device and "
+                        "on the host with the same seed, require identical trees, fitness and PREDICT_TRAINED")
+    g.add_argument("--iters", type=int_at_least(1, "an integer"), default=2000, metavar="N",
+                   help="--train: EFTI iterations (default 2000)")
+    g.add_argument("--seed", type=int_at_least(0, "an integer"), default=1, metavar="S",
+                   help="--train: random seed (default 1)")
+    p.set_defaults(func=cmd_hil)
+
+
+def cmd_hil(args) -> int:
+    from treegen.device import hil
+
+    check_output(args.json, "JSON file")
+    check_output(args.junit, "JUnit file")
+    target = get_target(args.target)
+    model = load(args.model)
+    ds = load_for_model(args.data, model.n_features, label=args.label)
+    if ds.n_rows == 0:
+        raise DataError(f"{args.data} has no rows")
+    stem = Path(args.model).name.removesuffix(".json")
+    out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
+    print(f"target          {target.name}  ({target.kind}: {target.description})")
+    print(f"data            {args.data}  ({ds.n_rows} rows)", flush=True)
+    if args.train:
+        return cmd_hil_train(args, model, target, ds, out)
+
+    bar = progress_bar(total=ds.n_rows, desc="hil predict", quiet=args.quiet, unit="row")
+
+    def progress(done, total):
+        bar.update(done - bar.n)
+
+    try:
+        report = hil.run_hil(model, target, port=args.port, data=(ds.X, ds.labels if ds.labels.shape[0] else None),
+                             layout=args.layout, variant=args.variant, build_dir=out, timeout=args.timeout,
+                             bench_iters=args.bench_iters, progress=progress)
+    except hil.HilError as exc:
+        bar.close()
+        if exc.report is not None:
+            exc.report["model"] = str(args.model)
+            _hil_outputs(args, exc.report)
+        raise
+    finally:
+        bar.close()
+    report["model"] = str(args.model)
+    _print_hil(report)
+    _hil_outputs(args, report)
+    if not report["ok"]:
+        raise HilFailed(hil.summary(report))
+    return 0
+
+
+def _hil_outputs(args, report: dict) -> None:
+    from treegen.device import hil
+
+    write_json(args.json, {"command": "hil", **report})
+    if args.junit is not None:
+        write_text(args.junit, hil.junit_xml(report), "JUnit file")
+
+
+def _print_hil(r: dict) -> None:
+    if r.get("firmware"):
+        built = f"  (built in {r['seconds']['build']:.1f} s)" if "build" in r["seconds"] else ""
+        print(f"firmware        {r['firmware']}{built}")
+    if r["flash_bytes"] is not None:
+        print(f"flash / RAM     {r['flash_bytes']} / {r['ram_bytes']} bytes")
+    d = r["device"]
+    print(f"device          {r['port']}  ({d['target']}, treegen {d['treegen_version']}, {d['variant']}, "
+          f"max_batch {d['max_batch']})")
+    for c in r["checks"]:
+        print(f"{c['name']:<16}{'ok' if c['ok'] else 'FAILED'}  {c['message']}")
+    if r["accuracy"] is not None:
+        print(f"accuracy        {r['accuracy']:.2f} %  (device predictions vs the labels)")
+    if r["rows_per_s"] is not None:
+        print(f"throughput      {r['rows_per_s']:.0f} rows/s  ({r['rows']} rows in {r['seconds']['predict']:.2f} s)")
+    if r["bench"] is not None:
+        b = r["bench"]
+        print(f"per inference   {b['mean']:g} {b['unit']}  (min {b['min']:g}, max {b['max']:g}; "
+              f"{len(b['rows'])} rows x {b['n_iter']} calls, benchmark loop included)")
+    print(f"result          {'PASS' if r['ok'] else 'FAIL'}")
+
+
+def cmd_hil_train(args, model, target, ds, out) -> int:
+    """``treegen hil MODEL --target T --data CSV --train [--iters N] [--seed S]``: build (or reach
+    at ``--port``) a firmware with on-device training sized for the data, train on the device and on
+    the host, compare (:func:`run_train_hil`). Exit 0 only when everything is identical."""
+    from treegen.device.hil import open_device
+    from treegen.device.train_firmware import make_train_spec, params_from_model, training_rows
+    from treegen.device.train_hil import build_train_firmware, junit_xml, run_train_hil, summary_lines
+
+    Xq, y, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
+    n, A = Xq.shape
+    params = params_from_model(model)
+    report: dict = {"mode": "train", "target": target.name, "model": str(args.model), "ok": False, "error": None}
+    fw = None
+    try:
+        if args.port is None:
+            spec = make_train_spec(target, params, max_rows=n, n_attr=A, n_classes=C, dsp=args.variant or "auto")
+            fw = build_train_firmware(model, target, out, spec, layout=args.layout or "table",
+                                      variant=args.variant or "auto")
+            sizes = "" if fw.ram_bytes is None else f"; flash {fw.flash_bytes} / RAM {fw.ram_bytes} bytes"
+            print(f"firmware        {fw.path}  (built in {fw.build_seconds:.1f} s{sizes})")
+            s = fw.spec
+            print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, classes 2..{s.n_classes}, depth "
+                  f"{s.max_depth}, partial {'on' if s.partial else 'off'}, {'DSP' if s.dsp else 'scalar'}")
+        with open_device(target, firmware=fw, port=args.port, timeout=args.timeout, model=model) as dev:
+            print(f"device          {dev.url}", flush=True)
+            result = run_train_hil(params, (Xq, y), dev.client, args.seed, args.iters, n_classes=C,
+                                   log=None if args.quiet else (lambda m: print(f"                {m}", flush=True)))
+        report.update(result)
+        report["firmware"] = None if fw is None else str(fw.path)
+    except TreegenError as exc:
+        report["error"] = " ".join(str(exc).split())
+        write_json(args.json, {"command": "hil", **report})
+        if args.junit is not None:
+            write_text(args.junit, junit_xml(report, target.name, report["error"]), "JUnit file")
+        raise
+    for line in summary_lines(report):
+        print(line)
+    print(f"result          {'PASS' if report['ok'] else 'FAIL'}")
+    write_json(args.json, {"command": "hil", **report})
+    if args.junit is not None:
+        write_text(args.junit, junit_xml(report, target.name, None), "JUnit file")
+    if not report["ok"]:
+        raise HilFailed(f"on-device training differs from the host (device F {report['train']['device_fitness']}, "
+                        f"host F {report['train']['host_fitness']})")
+    return 0

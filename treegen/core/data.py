@@ -1,0 +1,164 @@
+"""Reading datasets: CSV with a header row (gzip allowed), numeric features, label column.
+
+The label column is the last one unless ``label`` names another. Labels may be integers or
+strings; class order is numeric for integer labels and lexicographic for string labels.
+Every problem is reported as a one-line :class:`~treegen.core.errors.DataError`.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from treegen.core.errors import DataError
+
+
+@dataclass(eq=False)
+class Dataset:
+    X: np.ndarray              # float64 (n_rows, n_features), raw values
+    labels: np.ndarray         # object array of original labels (int or str)
+    feature_names: list[str]
+    label_name: str
+    source: str = ""
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+
+def _open_text(path: Path):
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, "r", encoding="utf-8", newline="")
+
+
+def _parse_label(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def load_csv(path: str | Path, label: str | None = None, *, has_label: bool = True) -> Dataset:
+    """Load a CSV dataset. With ``has_label=False`` every column is a feature and ``labels`` is empty."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"data file not found: {path}")
+    if path.is_dir():
+        raise DataError(f"data path is a directory: {path}")
+    try:
+        with _open_text(path) as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, EOFError, zlib.error) as exc:  # zlib.error: corrupt gzip stream
+        raise DataError(f"cannot read {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path} is not a UTF-8 text CSV file") from None
+    except csv.Error as exc:
+        raise DataError(f"{path}: malformed CSV ({exc})") from None
+    rows = [r for r in rows if r and any(cell.strip() for cell in r)]
+    if not rows:
+        raise DataError(f"{path} is empty")
+    header = [h.strip() for h in rows[0]]
+    body = rows[1:]
+    if not body:
+        raise DataError(f"{path} has a header but no data rows")
+    if len(header) < 2 and has_label:
+        raise DataError(f"{path} needs at least one feature column and a label column")
+    if not has_label:
+        label_col = -1
+    elif label is None:
+        label_col = len(header) - 1
+    else:
+        if label not in header:
+            raise DataError(f"label column {label!r} not found in {path} (columns: {', '.join(header)})")
+        label_col = header.index(label)
+    feature_cols = [i for i in range(len(header)) if i != label_col]
+    n_cols = len(header)
+    X = np.empty((len(body), len(feature_cols)), dtype=np.float64)
+    labels = []
+    for r, row in enumerate(body):
+        line = r + 2
+        if len(row) != n_cols:
+            raise DataError(f"{path}: line {line} has {len(row)} fields, expected {n_cols}")
+        for j, col in enumerate(feature_cols):
+            cell = row[col].strip()
+            try:
+                value = float(cell)
+            except ValueError:
+                raise DataError(
+                    f"{path}: line {line}, column {header[col]!r}: non-numeric value {cell!r}") from None
+            if not math.isfinite(value):
+                raise DataError(f"{path}: line {line}, column {header[col]!r}: value {cell!r} is NaN or infinite")
+            X[r, j] = value
+        if label_col < 0:
+            continue
+        lab = row[label_col].strip()
+        if lab == "":
+            raise DataError(f"{path}: line {line}: empty label")
+        labels.append(_parse_label(lab))
+    return Dataset(X=X, labels=_label_array(labels), feature_names=[header[i] for i in feature_cols],
+                   label_name=header[label_col] if label_col >= 0 else "", source=str(path))
+
+
+def load_for_model(path: str | Path, n_features: int, label: str | None = None) -> Dataset:
+    """Load data to be classified by a model with ``n_features`` features.
+
+    The file may carry a label column (``n_features + 1`` columns, or ``label`` given) or not
+    (exactly ``n_features`` columns); any other width is an error naming both counts.
+    """
+    ds = load_csv(path, label=label, has_label=label is not None or _n_columns(path) != n_features)
+    if ds.n_features != n_features:
+        raise DataError(f"{path} has {ds.n_features} features, the model expects {n_features}")
+    return ds
+
+
+def _n_columns(path: str | Path) -> int:
+    path = Path(path)
+    if path.is_dir():
+        raise DataError(f"data path is a directory: {path}")
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    try:
+        with _open_text(path) as fh:
+            for row in csv.reader(fh):
+                if row and any(c.strip() for c in row):
+                    return len(row)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+    raise DataError(f"{path} is empty")
+
+
+def _label_array(labels: list) -> np.ndarray:
+    # mixed int/str labels are all treated as strings
+    if any(isinstance(v, str) for v in labels):
+        labels = [str(v) for v in labels]
+    arr = np.empty(len(labels), dtype=object)
+    arr[:] = labels
+    return arr
+
+
+def class_list(labels: np.ndarray) -> list:
+    """Sorted distinct labels (numeric order for ints, lexicographic for strings)."""
+    return sorted(set(labels.tolist()))
+
+
+def encode(labels: np.ndarray, classes: list) -> np.ndarray:
+    """Map original labels to class indices; unknown labels raise :class:`DataError`."""
+    index = {c: i for i, c in enumerate(classes)}
+    try:
+        return np.fromiter((index[v] for v in labels.tolist()), dtype=np.int64, count=len(labels))
+    except KeyError as exc:
+        raise DataError(f"label {exc.args[0]!r} is not one of the model's classes") from None

@@ -1,0 +1,206 @@
+"""Classification metrics and summary statistics (numpy only, no scipy).
+
+* :func:`accuracy` — fraction of equal labels.
+* :func:`confusion_matrix` — rows = true class, columns = predicted class.
+* :func:`per_class_scores` — precision, recall, F1 and support per class from a confusion matrix;
+  a zero denominator gives 0.0 (never NaN, never a warning).
+* :func:`classification_report` — all of the above as one JSON-ready dict.
+* :func:`mean_ci95` — mean and half-width of the 95 % confidence interval of the mean,
+  ``t_{0.975, n-1} * s / sqrt(n)`` (Student t, sample standard deviation ``s``); ``n == 1`` -> 0.
+* :func:`t_quantile` — exact Student t quantile (regularised incomplete beta + bisection).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from treegen.core.errors import TreegenError
+
+
+# ---------------------------------------------------------------------- classification metrics
+def accuracy(y_true, y_pred) -> float:
+    """Fraction (0..1) of positions where ``y_pred`` equals ``y_true``."""
+    y_true = np.asarray(y_true)
+    y_pred = np.asarray(y_pred)
+    if y_true.shape != y_pred.shape or y_true.ndim != 1:
+        raise TreegenError(f"accuracy: label arrays of shapes {y_true.shape} and {y_pred.shape} do not match")
+    if y_true.shape[0] == 0:
+        raise TreegenError("accuracy: no labels")
+    return float(np.mean(y_true == y_pred))
+
+
+def confusion_matrix(y_true, y_pred, labels: Sequence | None = None) -> tuple[np.ndarray, list]:
+    """Confusion matrix ``cm[i, j]`` = number of rows of true class ``labels[i]`` predicted ``labels[j]``.
+
+    ``labels`` defaults to the sorted union of the labels present in both arrays. A label not in
+    ``labels`` raises :class:`TreegenError`. Returns ``(cm, labels)``.
+    """
+    y_true = list(np.asarray(y_true, dtype=object).tolist())
+    y_pred = list(np.asarray(y_pred, dtype=object).tolist())
+    if len(y_true) != len(y_pred):
+        raise TreegenError(f"confusion matrix: {len(y_true)} true labels but {len(y_pred)} predictions")
+    if labels is None:
+        labels = sorted(set(y_true) | set(y_pred), key=_label_key)
+    labels = list(labels)
+    index = {lab: i for i, lab in enumerate(labels)}
+    if len(index) != len(labels):
+        raise TreegenError("confusion matrix: duplicate labels")
+    cm = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    try:
+        rows = np.fromiter((index[v] for v in y_true), dtype=np.int64, count=len(y_true))
+        cols = np.fromiter((index[v] for v in y_pred), dtype=np.int64, count=len(y_pred))
+    except KeyError as exc:
+        raise TreegenError(f"confusion matrix: label {exc.args[0]!r} is not in the label list") from None
+    np.add.at(cm, (rows, cols), 1)
+    return cm, labels
+
+
+def _label_key(v):
+    # ints before strings, each in natural order (labels of one dataset are all ints or all strings)
+    return (isinstance(v, str), v if isinstance(v, str) else float(v))
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.zeros_like(num)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def per_class_scores(cm: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-class ``precision``, ``recall``, ``f1`` (float arrays) and ``support`` (int array).
+
+    Zero division (a class never predicted, never present, or precision + recall == 0) gives 0.0.
+    """
+    cm = np.asarray(cm)
+    if cm.ndim != 2 or cm.shape[0] != cm.shape[1]:
+        raise TreegenError(f"confusion matrix must be square, got shape {cm.shape}")
+    tp = np.diag(cm).astype(np.float64)
+    support = cm.sum(axis=1)
+    predicted = cm.sum(axis=0)
+    precision = _safe_div(tp, predicted)
+    recall = _safe_div(tp, support)
+    f1 = _safe_div(2 * precision * recall, precision + recall)
+    return {"precision": precision, "recall": recall, "f1": f1, "support": support.astype(np.int64)}
+
+
+def classification_report(y_true, y_pred, labels: Sequence | None = None) -> dict:
+    """Accuracy (fraction), confusion matrix and per-class / macro / weighted scores, JSON-ready."""
+    cm, labels = confusion_matrix(y_true, y_pred, labels)
+    scores = per_class_scores(cm)
+    support = scores["support"]
+    total = int(support.sum())
+    per_class = [
+        {"class": labels[i], "precision": float(scores["precision"][i]), "recall": float(scores["recall"][i]),
+         "f1": float(scores["f1"][i]), "support": int(support[i])}
+        for i in range(len(labels))
+    ]
+    macro = {k: float(np.mean(scores[k])) if len(labels) else 0.0 for k in ("precision", "recall", "f1")}
+    weighted = {k: float(np.sum(scores[k] * support) / total) if total else 0.0
+                for k in ("precision", "recall", "f1")}
+    return {
+        "accuracy": float(np.trace(cm) / total) if total else 0.0,
+        "n": total,
+        "correct": int(np.trace(cm)),
+        "labels": list(labels),
+        "confusion_matrix": cm.tolist(),
+        "per_class": per_class,
+        "macro_avg": macro,
+        "weighted_avg": weighted,
+    }
+
+
+# ---------------------------------------------------------------------- Student t
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    front = math.exp(log_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Cumulative distribution function of Student's t with ``df`` degrees of freedom."""
+    if df <= 0:
+        raise TreegenError("t distribution needs df > 0")
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Quantile ``t_{p, df}`` of Student's t (``0 < p < 1``), to ~1e-12 relative precision."""
+    if not 0.0 < p < 1.0:
+        raise TreegenError("t quantile needs 0 < p < 1")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+def mean_ci95(values: Iterable[float]) -> tuple[float, float]:
+    """``(mean, ci95)`` of a sample; ``ci95 = t_{0.975, n-1} * s / sqrt(n)``, 0 for ``n == 1``."""
+    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
+    n = x.shape[0]
+    if n == 0:
+        raise TreegenError("mean of an empty sample")
+    if not np.all(np.isfinite(x)):
+        raise TreegenError("sample contains NaN or infinite values")
+    mean = float(np.mean(x))
+    if n == 1:
+        return mean, 0.0
+    s = float(np.std(x, ddof=1))
+    return mean, float(t_quantile(0.975, n - 1) * s / math.sqrt(n))
+
+
+def summary(values: Iterable[float]) -> dict:
+    """``{"mean": ..., "ci95": ...}`` of a sample (see :func:`mean_ci95`)."""
+    mean, ci = mean_ci95(values)
+    return {"mean": mean, "ci95": ci}

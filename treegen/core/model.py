@@ -1,0 +1,192 @@
+"""The model file: versioned JSON holding the tree(s), names, labels, input scaling and metadata.
+
+Format (``format_version`` 1)::
+
+    {
+      "format": "treegen-model",
+      "format_version": 1,
+      "feature_names": [...],
+      "classes": [...],              # original label values (ints or strings), index = class index
+      "scaling": {"method": ..., "offset": [...], "scale": [...]},
+      "trees": [ {tree dict}, ... ], # one tree, or several for an ensemble (majority vote)
+      "metadata": {"algorithm": ..., "params": {...}, "seed": ..., "fitness": ...,
+                   "train_accuracy": ..., "treegen_version": ...}
+    }
+
+``load(save(m))`` reproduces ``m`` exactly (floats are written with round-trip precision).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from treegen.core.errors import ModelFileError, TreegenError
+from treegen.core.scaling import InputScaling
+from treegen.core.tree import Tree
+
+FORMAT = "treegen-model"
+FORMAT_VERSION = 1
+
+
+@dataclass(eq=False)
+class Model:
+    trees: list[Tree]
+    feature_names: list[str]
+    classes: list
+    scaling: InputScaling
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ------------------------------------------------------------------ invariants
+    def validate(self) -> "Model":
+        if not self.trees:
+            raise TreegenError("model has no tree")
+        n_features = len(self.feature_names)
+        n_classes = len(self.classes)
+        if n_classes < 1:
+            raise TreegenError("model has no class labels")
+        if len(set(map(repr, self.classes))) != n_classes:
+            raise TreegenError("model class labels are not unique")
+        if self.scaling.n_features != n_features:
+            raise TreegenError("model scaling does not match its feature count")
+        for tree in self.trees:
+            tree.validate()
+            if tree.n_features != n_features or tree.n_classes != n_classes:
+                raise TreegenError(
+                    f"tree shape ({tree.n_features} features, {tree.n_classes} classes) does not match "
+                    f"the model ({n_features} features, {n_classes} classes)")
+        return self
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def tree(self) -> Tree:
+        """The single tree of a one-tree model."""
+        if len(self.trees) != 1:
+            raise TreegenError(f"model is an ensemble of {len(self.trees)} trees")
+        return self.trees[0]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    # ------------------------------------------------------------------ inference
+    def predict_index_normalised(self, X: np.ndarray) -> np.ndarray:
+        """Class indices for already-normalised inputs (majority vote over the trees, ties -> lowest index)."""
+        if len(self.trees) == 1:
+            return self.trees[0].predict_index(X)
+        votes = np.zeros((X.shape[0], self.n_classes), dtype=np.int64)
+        rows = np.arange(X.shape[0])
+        for tree in self.trees:
+            votes[rows, tree.predict_index(X)] += 1
+        return votes.argmax(axis=1)
+
+    def predict_index(self, X_raw: np.ndarray) -> np.ndarray:
+        X_raw = np.asarray(X_raw, dtype=np.float64)
+        if X_raw.ndim != 2 or X_raw.shape[1] != self.n_features:
+            raise TreegenError(
+                f"data has {X_raw.shape[1] if X_raw.ndim == 2 else '?'} features, the model expects {self.n_features}")
+        return self.predict_index_normalised(self.scaling.transform(X_raw))
+
+    def predict(self, X_raw: np.ndarray) -> np.ndarray:
+        """Original class labels for raw inputs."""
+        labels = np.asarray(self.classes, dtype=object)
+        return labels[self.predict_index(X_raw)]
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "feature_names": list(self.feature_names),
+            "classes": [plain(c) for c in self.classes],
+            "scaling": self.scaling.to_dict(),
+            "trees": [t.to_dict() for t in self.trees],
+            "metadata": plain(self.metadata),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)
+
+    def hash(self) -> str:
+        """Content hash of the model (metadata excluded): identifies the model on a device."""
+        d = self.to_dict()
+        d.pop("metadata")
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Model":
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise ModelFileError("not a treegen model file")
+        version = d.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ModelFileError(
+                f"unsupported model format version {version!r} (this treegen reads version {FORMAT_VERSION})")
+        try:
+            trees = [Tree.from_dict(t) for t in d["trees"]]
+            return cls(
+                trees=trees,
+                feature_names=[str(n) for n in d["feature_names"]],
+                classes=list(d["classes"]),
+                scaling=InputScaling.from_dict(d["scaling"]),
+                metadata=dict(d.get("metadata", {})),
+            )
+        except ModelFileError:
+            raise
+        except TreegenError as exc:
+            raise ModelFileError(f"invalid model: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"invalid model: missing or malformed field {exc}") from None
+
+
+def plain(obj):
+    """Convert numpy scalars/arrays inside metadata to JSON-native values."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return plain(obj.tolist())
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        obj = float(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def save(model: Model, path: str | Path) -> Path:
+    path = Path(path)
+    try:
+        path.write_text(model.to_json() + "\n")
+    except OSError as exc:
+        raise TreegenError(f"cannot write model file {path}: {exc.strerror}") from None
+    return path
+
+
+def load(path: str | Path) -> Model:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ModelFileError(f"model file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc}") from None
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(f"model file {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return Model.from_dict(d)

@@ -1,0 +1,153 @@
+"""Targets are data: one TOML file per target in ``targets/`` (shipped inside the package).
+
+Required keys: ``name``, ``description``, ``kind`` ("host" | "mcu" | "emulated" | "board"), ``core``,
+``fpu`` (bool), ``dsp`` (bool: ARMv7E-M DSP extension), ``flash_kb``, ``ram_kb``, ``clock_hz``,
+``cc`` (C compiler), ``cflags`` (list). Unknown keys are kept in ``extra``.
+
+Optional keys (validated when present):
+
+- ``uart`` (str): the firmware port kind, i.e. ``templates/firmware/tg_port_<uart>.c(pp)``:
+  ``cmsdk_uart`` (QEMU mps2 boards), ``native_pty`` (host), ``arduino`` (real boards).
+- ``[emulator]`` (required for ``kind = "emulated"``): ``machine`` (QEMU ``-M``), ``uart_base`` (int),
+  optional ``qemu`` (executable, default ``qemu-system-arm``), ``uart_irq`` (int), ``args`` (list of
+  str: extra QEMU arguments such as ``-icount``).
+- ``[platformio]`` (required for ``kind = "emulated"`` and ``"board"``): ``platform`` (str); boards
+  also need ``board`` and ``framework``; other keys (``upload_protocol``, ``monitor_speed`` ...) are
+  copied into the generated ``platformio.ini``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from treegen.core.errors import TreegenError
+from treegen.core.resources import targets_dir
+
+KINDS = ("host", "mcu", "emulated", "board")
+
+_REQUIRED = {"name": str, "description": str, "kind": str, "core": str, "fpu": bool, "dsp": bool,
+             "flash_kb": int, "ram_kb": int, "clock_hz": int, "cc": str, "cflags": list}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    kind: str
+    core: str
+    fpu: bool
+    dsp: bool
+    flash_kb: int
+    ram_kb: int
+    clock_hz: int
+    cc: str
+    cflags: tuple
+    extra: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def flash_bytes(self) -> int:
+        return self.flash_kb * 1024
+
+    @property
+    def ram_bytes(self) -> int:
+        return self.ram_kb * 1024
+
+    @property
+    def uart(self) -> str | None:
+        """Firmware port kind (``tg_port_<uart>``), or None when the target has no harness port."""
+        return self.extra.get("uart")
+
+    @property
+    def emulator(self) -> dict:
+        """The ``[emulator]`` table ({} when absent)."""
+        return dict(self.extra.get("emulator", {}))
+
+    @property
+    def platformio(self) -> dict:
+        """The ``[platformio]`` table ({} when absent)."""
+        return dict(self.extra.get("platformio", {}))
+
+
+def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple) -> None:
+    section = data.get(table)
+    if section is None:
+        if required:
+            raise TreegenError(f"target file {fname}: kind {data['kind']!r} needs a [{table}] table")
+        return
+    if not isinstance(section, dict):
+        raise TreegenError(f"target file {fname}: {table!r} must be a table")
+    for key in required:
+        if key not in section:
+            raise TreegenError(f"target file {fname}: [{table}] is missing key {key!r}")
+    for key, typ in spec.items():
+        if key not in section:
+            continue
+        value = section[key]
+        if typ is list:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TreegenError(f"target file {fname}: [{table}] key {key!r} must be a list of strings")
+        elif not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            raise TreegenError(f"target file {fname}: [{table}] key {key!r} must be {typ.__name__}")
+        if typ is str and not value:
+            raise TreegenError(f"target file {fname}: [{table}] key {key!r} must not be empty")
+
+
+_EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list}
+_PLATFORMIO_KEYS = {"platform": str, "board": str, "framework": str, "upload_protocol": str,
+                    "upload_port": str, "monitor_speed": int}
+
+
+def _check_optional(fname: str, data: dict) -> None:
+    kind = data["kind"]
+    if kind not in KINDS:
+        raise TreegenError(f"target file {fname}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    if "uart" in data:
+        uart = data["uart"]
+        if not isinstance(uart, str) or not uart.replace("_", "").isalnum() or not uart.islower():
+            raise TreegenError(f"target file {fname}: key 'uart' must be a port name like 'cmsdk_uart'")
+    _check_table(fname, data, "emulator", _EMULATOR_KEYS,
+                 ("machine", "uart_base") if kind == "emulated" else ())
+    pio_required = {"emulated": ("platform",), "board": ("platform", "board", "framework")}.get(kind, ())
+    _check_table(fname, data, "platformio", _PLATFORMIO_KEYS, pio_required)
+    if kind in ("emulated", "board") and "uart" not in data:
+        raise TreegenError(f"target file {fname}: kind {kind!r} needs the key 'uart' (firmware port)")
+
+
+def _parse(path: Path) -> Target:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise TreegenError(f"target file {path.name}: {exc}") from None
+    for key, typ in _REQUIRED.items():
+        if key not in data:
+            raise TreegenError(f"target file {path.name}: missing key {key!r}")
+        if not isinstance(data[key], typ) or (typ is int and isinstance(data[key], bool)):
+            raise TreegenError(f"target file {path.name}: key {key!r} must be {typ.__name__}")
+    if data["name"] != path.stem:
+        raise TreegenError(f"target file {path.name}: name {data['name']!r} does not match the file name")
+    _check_optional(path.name, data)
+    extra = {k: v for k, v in data.items() if k not in _REQUIRED}
+    return Target(**{k: data[k] for k in _REQUIRED if k != "cflags"}, cflags=tuple(data["cflags"]), extra=extra)
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in targets_dir().glob("*.toml"))
+
+
+def get(name: str) -> Target:
+    """The shipped target ``name``, or the target file ``name`` when it is a path ending in ``.toml``."""
+    if str(name).endswith(".toml"):
+        path = Path(name)
+        if not path.is_file():
+            raise TreegenError(f"target file {path} not found")
+        return _parse(path)
+    path = targets_dir() / f"{name}.toml"
+    if not path.is_file():
+        raise TreegenError(f"unknown target {name!r} (available: {', '.join(available())})")
+    return _parse(path)
+
+
+def all_targets() -> list[Target]:
+    return [get(n) for n in available()]

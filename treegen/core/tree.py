@@ -1,0 +1,264 @@
+"""The one tree representation shared by every inducer, exporter, model file and HIL check.
+
+A binary decision tree is stored as flat node arrays (node 0 is the root):
+
+``weights``      float64 ``(n_nodes, n_features)``: the test coefficients of internal nodes
+                 (all zero for leaves). An axis-parallel test has exactly one non-zero weight.
+``threshold``    float64 ``(n_nodes,)``: internal node test threshold (0 for leaves).
+``left, right``  int32 ``(n_nodes,)``: child indices, ``-1`` for leaves.
+``leaf_class``   int32 ``(n_nodes,)``: class *index* (into the model's class list) predicted
+                 by a leaf; for internal nodes the majority class of the node (informative only).
+``class_counts`` int64 ``(n_nodes, n_classes)``: training instances of each class that reached
+                 the node.
+
+The test of an internal node is ``w . x <= threshold`` -> left child, otherwise right child
+(the scikit-learn convention). Inputs ``x`` are the model's *normalised* features in [0, 1)
+(see :mod:`treegen.core.scaling`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from treegen.core.errors import TreegenError
+
+LEAF = -1
+
+
+@dataclass(eq=False)
+class Tree:
+    weights: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    leaf_class: np.ndarray
+    class_counts: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.weights = np.ascontiguousarray(self.weights, dtype=np.float64)
+        self.threshold = np.ascontiguousarray(self.threshold, dtype=np.float64)
+        self.left = np.ascontiguousarray(self.left, dtype=np.int32)
+        self.right = np.ascontiguousarray(self.right, dtype=np.int32)
+        self.leaf_class = np.ascontiguousarray(self.leaf_class, dtype=np.int32)
+        self.class_counts = np.ascontiguousarray(self.class_counts, dtype=np.int64)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def leaf_only(cls, n_features: int, n_classes: int, leaf_class: int = 0) -> "Tree":
+        """A tree with a single leaf."""
+        return cls(
+            weights=np.zeros((1, n_features)),
+            threshold=np.zeros(1),
+            left=np.full(1, LEAF),
+            right=np.full(1, LEAF),
+            leaf_class=np.array([leaf_class]),
+            class_counts=np.zeros((1, n_classes), dtype=np.int64),
+        )
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def n_nodes(self) -> int:
+        return int(self.left.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.weights.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.class_counts.shape[1])
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left == LEAF
+
+    @property
+    def n_leaves(self) -> int:
+        return int(np.count_nonzero(self.is_leaf))
+
+    @property
+    def n_internal(self) -> int:
+        return self.n_nodes - self.n_leaves
+
+    def node_depths(self) -> np.ndarray:
+        """Depth of every node (root = 0), computed iteratively (no recursion)."""
+        depth = np.zeros(self.n_nodes, dtype=np.int64)
+        for node in self.preorder():
+            if self.left[node] != LEAF:
+                depth[self.left[node]] = depth[node] + 1
+                depth[self.right[node]] = depth[node] + 1
+        return depth
+
+    @property
+    def depth(self) -> int:
+        """Number of tests on the longest root-to-leaf path."""
+        return int(self.node_depths().max()) if self.n_nodes else 0
+
+    def preorder(self) -> list[int]:
+        """Node indices in depth-first pre-order (root, left subtree, right subtree)."""
+        order: list[int] = []
+        stack = [0]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            if self.left[node] != LEAF:
+                stack.append(int(self.right[node]))
+                stack.append(int(self.left[node]))
+        return order
+
+    def is_axis_parallel(self) -> bool:
+        internal = ~self.is_leaf
+        return bool(np.all(np.count_nonzero(self.weights[internal], axis=1) <= 1))
+
+    def leaves(self) -> np.ndarray:
+        return np.flatnonzero(self.is_leaf)
+
+    # ------------------------------------------------------------------ invariants
+    def validate(self) -> "Tree":
+        """Check every structural invariant; raise :class:`TreegenError` naming the first broken one."""
+        n = self.left.shape[0]
+        if n == 0:
+            raise TreegenError("tree has no nodes")
+        for name, arr, shape in (
+            ("threshold", self.threshold, (n,)),
+            ("right", self.right, (n,)),
+            ("leaf_class", self.leaf_class, (n,)),
+        ):
+            if arr.shape != shape:
+                raise TreegenError(f"tree array {name} has shape {arr.shape}, expected {shape}")
+        if self.weights.ndim != 2 or self.weights.shape[0] != n:
+            raise TreegenError(f"tree weights have shape {self.weights.shape}, expected ({n}, n_features)")
+        if self.class_counts.ndim != 2 or self.class_counts.shape[0] != n or self.class_counts.shape[1] < 1:
+            raise TreegenError(f"tree class_counts have shape {self.class_counts.shape}, expected ({n}, n_classes)")
+        if not (np.all(np.isfinite(self.weights)) and np.all(np.isfinite(self.threshold))):
+            raise TreegenError("tree has non-finite weights or thresholds")
+        if np.any(self.class_counts < 0):
+            raise TreegenError("tree has negative class counts")
+        leaf_l = self.left == LEAF
+        leaf_r = self.right == LEAF
+        if np.any(leaf_l != leaf_r):
+            raise TreegenError("a node has exactly one child")
+        for name, child in (("left", self.left), ("right", self.right)):
+            bad = (child != LEAF) & ((child <= 0) | (child >= n))
+            if np.any(bad):
+                raise TreegenError(f"{name} child index out of range at node {int(np.flatnonzero(bad)[0])}")
+        # every node reachable exactly once from the root, no cycles
+        seen = np.zeros(n, dtype=bool)
+        stack = [0]
+        while stack:
+            node = stack.pop()
+            if seen[node]:
+                raise TreegenError(f"node {node} is reached twice (cycle or shared child)")
+            seen[node] = True
+            if self.left[node] != LEAF:
+                stack.append(int(self.left[node]))
+                stack.append(int(self.right[node]))
+        if not np.all(seen):
+            raise TreegenError(f"node {int(np.flatnonzero(~seen)[0])} is not reachable from the root")
+        if np.any(self.weights[leaf_l] != 0) or np.any(self.threshold[leaf_l] != 0):
+            raise TreegenError("a leaf has non-zero test coefficients")
+        if np.any((self.leaf_class < 0) | (self.leaf_class >= self.n_classes)):
+            raise TreegenError("leaf class index out of range")
+        return self
+
+    # ------------------------------------------------------------------ inference
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Index of the leaf reached by every row of ``X`` (normalised features)."""
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise TreegenError(f"expected {self.n_features} features, got array of shape {X.shape}")
+        node = np.zeros(X.shape[0], dtype=np.int64)
+        active = np.flatnonzero(self.left[node] != LEAF)
+        while active.size:
+            cur = node[active]
+            go_left = np.einsum("ij,ij->i", X[active], self.weights[cur]) <= self.threshold[cur]
+            node[active] = np.where(go_left, self.left[cur], self.right[cur])
+            active = active[self.left[node[active]] != LEAF]
+        return node
+
+    def predict_index(self, X: np.ndarray) -> np.ndarray:
+        """Class index predicted for every row of ``X``."""
+        return self.leaf_class[self.apply(X)].astype(np.int64)
+
+    # ------------------------------------------------------------------ transforms
+    def copy(self) -> "Tree":
+        return Tree(
+            self.weights.copy(), self.threshold.copy(), self.left.copy(), self.right.copy(),
+            self.leaf_class.copy(), self.class_counts.copy(),
+        )
+
+    def compact(self) -> "Tree":
+        """Renumber nodes in pre-order (root 0, left subtree first) and drop unreachable nodes."""
+        order = self.preorder()
+        new_index = np.full(self.n_nodes, LEAF, dtype=np.int64)
+        new_index[order] = np.arange(len(order))
+        left = np.where(self.left[order] == LEAF, LEAF, new_index[np.maximum(self.left[order], 0)])
+        right = np.where(self.right[order] == LEAF, LEAF, new_index[np.maximum(self.right[order], 0)])
+        return Tree(
+            self.weights[order], self.threshold[order], left, right,
+            self.leaf_class[order], self.class_counts[order],
+        ).validate()
+
+    def refit_counts(self, X: np.ndarray, y: np.ndarray, relabel: bool = True) -> "Tree":
+        """Recompute ``class_counts`` from data; optionally set leaf classes to the majority.
+
+        Ties go to the lowest class index; an empty leaf keeps its class.
+        """
+        counts = np.zeros_like(self.class_counts)
+        leaves = self.apply(X)
+        np.add.at(counts, (leaves, np.asarray(y, dtype=np.int64)), 1)
+        for node in reversed(self.preorder()):
+            if self.left[node] != LEAF:
+                counts[node] = counts[self.left[node]] + counts[self.right[node]]
+        self.class_counts = counts
+        if relabel:
+            nonempty = counts.sum(axis=1) > 0
+            self.leaf_class = np.where(nonempty, counts.argmax(axis=1), self.leaf_class).astype(np.int32)
+        return self
+
+    # ------------------------------------------------------------------ comparison / serialisation
+    def equals(self, other: "Tree") -> bool:
+        """Exact equality of structure, coefficients, thresholds, classes and counts."""
+        return (
+            self.n_nodes == other.n_nodes
+            and np.array_equal(self.weights, other.weights)
+            and np.array_equal(self.threshold, other.threshold)
+            and np.array_equal(self.left, other.left)
+            and np.array_equal(self.right, other.right)
+            and np.array_equal(self.leaf_class, other.leaf_class)
+            and np.array_equal(self.class_counts, other.class_counts)
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict. Floats are written with ``repr`` precision, so the round trip is exact."""
+        return {
+            "n_features": self.n_features,
+            "n_classes": self.n_classes,
+            "weights": self.weights.tolist(),
+            "threshold": self.threshold.tolist(),
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+            "leaf_class": self.leaf_class.tolist(),
+            "class_counts": self.class_counts.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Tree":
+        try:
+            n_features = int(d["n_features"])
+            n_classes = int(d["n_classes"])
+            weights = np.array(d["weights"], dtype=np.float64).reshape(-1, n_features)
+            counts = np.array(d["class_counts"], dtype=np.int64).reshape(-1, n_classes)
+            tree = cls(
+                weights=weights,
+                threshold=np.array(d["threshold"], dtype=np.float64),
+                left=np.array(d["left"], dtype=np.int32),
+                right=np.array(d["right"], dtype=np.int32),
+                leaf_class=np.array(d["leaf_class"], dtype=np.int32),
+                class_counts=counts,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TreegenError(f"malformed tree: {exc}") from None
+        return tree.validate()

@@ -1,0 +1,193 @@
+"""Run firmware on an emulated target: QEMU with the board's UART on a local TCP socket.
+
+::
+
+    with QemuBoard("qemu-m4", "fw.elf") as board:
+        link = serial.serial_for_url(board.url, timeout=5)   # socket://127.0.0.1:PORT
+        ...
+
+QEMU starts with ``-chardev socket,...,server=on,wait=on,nodelay=on``: it listens on a free port of
+127.0.0.1 and holds the boot until a client connects (no early output is lost), so the caller must
+connect promptly; pyserial's ``serial_for_url`` reaches it exactly like a real ``/dev/ttyACM0``.
+The emulator arguments come from the target's ``[emulator]`` table (machine, ``-icount
+shift=0,align=off,sleep=off`` for repeatable instruction counts). QEMU is killed when the ``with``
+block ends, whatever happens inside it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from treegen.core import targets as targets_mod
+from treegen.core.errors import TreegenError
+
+DEFAULT_QEMU = "qemu-system-arm"
+DEFAULT_ARGS = ("-display", "none", "-monitor", "none", "-icount", "shift=0,align=off,sleep=off")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _proc_listening(port: int) -> bool | None:
+    """Whether some IPv4 socket listens on TCP ``port`` (from /proc/net/tcp); None if unknown."""
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    suffix = f":{port:04X}"
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 3 and fields[1].endswith(suffix) and fields[3] == "0A":   # 0A = TCP_LISTEN
+            return True
+    return False
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+class QemuBoard:
+    """Context manager running ``elf`` on the emulated ``target`` (name or Target).
+
+    Attributes after ``__enter__``: ``port`` (TCP port), ``url`` (``socket://127.0.0.1:PORT``),
+    ``command`` (the QEMU argument list), ``process`` (the Popen object).
+    """
+
+    def __init__(self, target, elf, *, port: int | None = None, host: str = "127.0.0.1",
+                 start_timeout: float = 10.0, extra_args=()):
+        self.target = target if isinstance(target, targets_mod.Target) else targets_mod.get(str(target))
+        if self.target.kind != "emulated" or not self.target.emulator.get("machine"):
+            raise TreegenError(f"target {self.target.name!r} is not an emulated board (kind {self.target.kind!r})")
+        self.elf = Path(elf)
+        self.host = host
+        self.port = port
+        self.start_timeout = start_timeout
+        self.extra_args = list(extra_args)
+        self.process: subprocess.Popen | None = None
+        self.command: list[str] = []
+        self._stderr = None
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise TreegenError("QemuBoard is not running")
+        return f"socket://{self.host}:{self.port}"
+
+    def _qemu(self) -> str:
+        name = self.target.emulator.get("qemu", DEFAULT_QEMU)
+        path = shutil.which(name)
+        if path is None:
+            raise TreegenError(f"{name} not found: install QEMU (Debian package qemu-system-arm, "
+                               f"see scripts/setup.sh) to run the emulated target {self.target.name}")
+        return path
+
+    def _stderr_text(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0)
+            return self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def _listening(self) -> bool:
+        """True once QEMU listens on the port, probed without connecting (a connection would be
+        QEMU's one client): binding must fail, and where the kernel's socket table is readable
+        (Linux /proc/net/tcp) the port must be in state LISTEN -- QEMU binds before it listens, and
+        a client connecting in between is refused."""
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((self.host, self.port))
+            except OSError:
+                pass
+            else:
+                return False
+        listening = _proc_listening(self.port)
+        return True if listening is None else listening
+
+    def start(self) -> "QemuBoard":
+        if not self.elf.is_file():
+            raise TreegenError(f"firmware {self.elf} not found")
+        qemu = self._qemu()
+        emu = self.target.emulator
+        args = list(emu.get("args", DEFAULT_ARGS))
+        fixed_port = self.port is not None
+        for attempt in range(3):
+            port = self.port if self.port is not None else free_port(self.host)
+            self.command = [qemu, "-M", emu["machine"], "-kernel", str(self.elf), *args, *self.extra_args,
+                            "-chardev", f"socket,id=u0,host={self.host},port={port},server=on,wait=on,nodelay=on",
+                            "-serial", "chardev:u0"]
+            self._stderr = tempfile.TemporaryFile()
+            try:
+                self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                stderr=self._stderr)
+            except OSError as exc:
+                self.close()
+                raise TreegenError(f"cannot start {qemu}: {exc.strerror or exc}") from None
+            self.port = port
+            deadline = time.monotonic() + self.start_timeout
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    break
+                if self._listening():
+                    return self
+                time.sleep(0.005)
+            rc = self.process.poll()
+            err = self._stderr_text()
+            self.close()
+            if rc is not None and "Address already in use" in err and attempt < 2 and not fixed_port:
+                self.port = None   # lost a race for the free port: pick another one
+                continue
+            if rc is not None:
+                raise TreegenError(f"QEMU ({emu['machine']}) exited early with status {rc}: "
+                                   f"{_one_line(err) or 'no message'}")
+            raise TreegenError(f"QEMU ({emu['machine']}) did not open its UART socket within "
+                               f"{self.start_timeout:.0f} s: {_one_line(err) or 'no message'}")
+        raise TreegenError("QEMU could not get a free TCP port")  # pragma: no cover
+
+    def __enter__(self) -> "QemuBoard":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def poll(self) -> int | None:
+        """QEMU's exit status, or None while it runs."""
+        return None if self.process is None else self.process.poll()
+
+    def stderr(self) -> str:
+        """What QEMU wrote to stderr so far."""
+        return self._stderr_text()
+
+    def close(self) -> None:
+        """Stop QEMU (idempotent)."""
+        proc, self.process = self.process, None
+        if proc is not None:
+            try:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if self._stderr is not None:
+            try:
+                self._stderr.close()
+            except OSError:
+                pass
+            self._stderr = None
+
+    def wait(self) -> int:
+        """Block until QEMU exits (e.g. ``treegen flash`` waiting for Ctrl-C); returns its status."""
+        if self.process is None:
+            raise TreegenError("QemuBoard is not running")
+        return self.process.wait()

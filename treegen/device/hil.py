@@ -1,0 +1,595 @@
+"""Hardware in the loop: run a model's firmware on a device and check it against the Python models.
+
+::
+
+    report = run_hil(model, "qemu-m4", data=(X_raw, labels), build_dir="build/veh-qemu-m4")
+
+The device is one of
+
+- ``native``: the harness compiled for the host (:func:`treegen.device.firmware.build_native`), run as a
+  process serving a pseudo-terminal (:class:`treegen.device.firmware.NativeDevice`);
+- an emulated board (``qemu-m3``, ``qemu-m4``, ``qemu-m7``): an offline PlatformIO build
+  (:mod:`treegen.device.platformio`) run by QEMU with its UART on a local TCP socket
+  (:class:`treegen.device.emulator.QemuBoard`);
+- a real board (``kind = "board"``): needs ``port`` (``/dev/ttyACM0``, ``COM5`` ...) and must have
+  been flashed with ``treegen flash`` beforehand;
+- or, for any target, a device that is already running at ``port`` (any pyserial URL or path,
+  e.g. the ``socket://127.0.0.1:PORT`` printed by ``treegen flash`` for an emulated target).
+
+Three checks, in order, each recorded in ``report["checks"]`` (name, ok, seconds, message):
+
+``hash``         INFO: the device's model hash must equal :meth:`Model.hash` ("device runs model X,
+                 expected Y" otherwise), with the same feature and class counts and target.
+``predictions``  every data row, converted to Q15 with the model's own input scaling, goes to the
+                 device with PREDICT; every answer must be *identical* to the Python fixed-point
+                 model (:func:`treegen.emit.quantize.predict_model_q15` of the model quantised exactly
+                 as the firmware's exporter does it, without data). The agreement with the float
+                 model (percent) and, given labels, the accuracy are reported, not asserted.
+``bench``        BENCH on up to :data:`BENCH_ROWS` rows spread over the data, ``bench_iters`` calls
+                 each: the class must be the fixed-point one and the counter unit the one INFO
+                 announced; ``insn_per_inference`` is the mean count per call in ``counter_unit``
+                 (``instructions`` on the emulated boards -- SysTick under ``-icount shift=0``,
+                 calibrated by the firmware against a loop of known length at start-up;
+                 ``cycles`` on real Cortex-M3/M4/M7 boards -- DWT CYCCNT; ``nanoseconds`` on the
+                 host). It includes the benchmark loop's own few instructions per call.
+
+Outcomes: :func:`run_hil` returns the report; ``report["ok"]`` is False when predictions differ
+(``report["mismatches"] > 0``, the first few rows in ``report["mismatch_rows"]``) or a BENCH answer
+is inconsistent. A timeout, a protocol error, a wrong model on the device, a build failure or a
+device that dies raises :class:`HilError`, whose ``report`` holds what was done so far
+(``ok`` False, ``error`` the one-line message). Processes started here (QEMU, the native harness)
+are always killed before :func:`run_hil` returns or raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from treegen.core import targets as _targets
+from treegen.core.errors import TreegenError
+from treegen.core.model import Model
+from treegen.core.version import __version__
+from treegen.device.protocol import BenchResult, CounterUnit, DeviceClient, DeviceInfo
+
+DEFAULT_TIMEOUT = 10.0          # seconds per request
+DEFAULT_BENCH_ITERS = 2000      # calls per BENCH row
+BENCH_ROWS = 8                  # rows timed by BENCH (spread evenly over the data)
+MAX_MISMATCH_ROWS = 10          # mismatching rows kept in the report
+RANDOM_ROWS = 1000              # rows checked when no data is given (seeded, uniform Q15)
+CHECKS = ("hash", "predictions", "bench")
+REPORT_FORMAT = "treegen-hil"
+
+
+class HilError(TreegenError):
+    """A HIL run that could not complete (timeout, protocol error, wrong model, build failure,
+    device died). ``report`` is the partial report (``ok`` False)."""
+
+    def __init__(self, message: str, report: dict | None = None):
+        super().__init__(message)
+        self.report = report
+
+
+class WrongModel(TreegenError):
+    """The device runs another model (or target) than the one under test."""
+
+
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
+def _target(target) -> _targets.Target:
+    return target if isinstance(target, _targets.Target) else _targets.get(str(target))
+
+
+def counter_unit_name(unit: int) -> str:
+    try:
+        return CounterUnit(unit).name.lower()
+    except ValueError:
+        return f"unit {unit}"
+
+
+# ---------------------------------------------------------------------- reference models
+@dataclass(eq=False)
+class Reference:
+    """What the device must answer: Q15 rows, the fixed-point classes and the float classes."""
+    X_q15: np.ndarray            # int64 (n, n_features), 0..32767
+    fixed: np.ndarray            # int64 (n,) class indices of the Python fixed-point model
+    floating: np.ndarray         # int64 (n,) class indices of the float model
+    labels: np.ndarray | None    # int64 (n,) true class indices (-1 = label unknown to the model), or None
+
+
+def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
+    """The expected answers for raw rows ``X_raw`` (or for Q15 rows ``q15``).
+
+    The fixed-point model is quantised *without* data, exactly as the firmware's exporter does
+    (:func:`treegen.device.firmware.write_harness`), so it is the model the device runs.
+    """
+    from treegen.emit.quantize import predict_model_q15, quantize_model
+
+    if q15 is not None:
+        Xq = np.asarray(q15, dtype=np.int64)
+        if Xq.ndim != 2 or Xq.shape[1] != model.n_features:
+            raise TreegenError(f"Q15 rows have shape {Xq.shape}, the model expects (n, {model.n_features})")
+        if Xq.size and (Xq.min() < 0 or Xq.max() > 32767):
+            raise TreegenError("Q15 rows must hold values 0..32767")
+    else:
+        Xq = np.asarray(model.scaling.to_q15(np.asarray(X_raw, dtype=np.float64)), dtype=np.int64)
+    fixed = np.asarray(predict_model_q15(quantize_model(model), model.n_classes, Xq), dtype=np.int64)
+    floating = np.asarray(model.predict_index_normalised(Xq.astype(np.float64) / 32768.0), dtype=np.int64)
+    y = None
+    if labels is not None:
+        labels = list(np.asarray(labels, dtype=object).tolist())
+        if len(labels) != Xq.shape[0]:
+            raise TreegenError(f"{len(labels)} labels for {Xq.shape[0]} rows")
+        known = {repr(c): i for i, c in enumerate(model.classes)}
+        y = np.array([known.get(repr(v), -1) for v in labels], dtype=np.int64)
+    return Reference(Xq, fixed, floating, y)
+
+
+def random_rows(n_features: int, n_rows: int = RANDOM_ROWS, seed: int = 0) -> np.ndarray:
+    """Seeded uniform Q15 rows plus the two corners (all 0, all 32767): data for a model without a dataset."""
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 32768, size=(max(n_rows - 2, 0), n_features), dtype=np.int64)
+    corners = np.array([[0] * n_features, [32767] * n_features], dtype=np.int64)
+    return np.vstack([corners, rows])[:max(n_rows, 2)]
+
+
+# ---------------------------------------------------------------------- firmware
+@dataclass(frozen=True)
+class Firmware:
+    """A built firmware: ``path`` is the ELF (emulated, board) or the host executable (native)."""
+    target: str
+    path: Path | None
+    layout: str
+    variant: str                 # resolved: scalar or dsp
+    flash_bytes: int | None
+    ram_bytes: int | None
+    build_seconds: float
+    project: Path | None = None
+
+    @property
+    def variant_string(self) -> str:
+        """The INFO variant string the firmware announces (``q15-<layout>-<variant>``)."""
+        return f"q15-{self.layout}-{self.variant}"
+
+
+def build_firmware(model: Model, target, build_dir, *, layout: str = "table", variant: str = "auto") -> Firmware:
+    """Generate and build the harness for ``model``: native (host compiler) or an emulated board
+    (offline PlatformIO). Real boards are built and flashed with ``treegen flash``."""
+    from treegen.emit.export import LAYOUTS, _choice, resolve_variant
+
+    tgt = _target(target)
+    _choice(layout, LAYOUTS, "layout")
+    resolved = resolve_variant(variant, tgt, "q15")
+    out = Path(build_dir)
+    t0 = time.perf_counter()
+    if tgt.kind == "host":
+        from treegen.device.firmware import build_native
+
+        exe = build_native(model, out, layout=layout, variant=variant)
+        return Firmware(tgt.name, exe, layout, resolved, None, None, time.perf_counter() - t0, out)
+    if tgt.kind == "emulated":
+        from treegen.device import platformio as pio
+
+        pio.write_project(model, out, target=tgt, layout=layout, variant=variant)
+        elf = pio.build(out, target=tgt)
+        seconds = time.perf_counter() - t0
+        size = pio.check_size(elf, tgt)
+        return Firmware(tgt.name, elf, layout, resolved, size.flash, size.ram, seconds, out)
+    raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built by treegen hil: flash the board with "
+                       f"'treegen flash MODEL --target {tgt.name} --port PORT', then pass --port")
+
+
+def existing_firmware(model: Model, target, build_dir, *, layout: str | None, variant: str | None) -> Firmware | None:
+    """A firmware already built into ``build_dir`` (``treegen build``/``flash``) for this model, if
+    any: gives the flash and RAM figures when the device runs elsewhere (a board at ``port``)."""
+    from treegen.device import platformio as pio
+
+    tgt = _target(target)
+    if build_dir is None or tgt.kind not in ("emulated", "board"):
+        return None
+    project = Path(build_dir)
+    elf = project / ".pio" / "build" / pio.env_name(tgt) / "firmware.elf"
+    try:
+        ini = (project / "platformio.ini").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if f"model {model.hash()}" not in ini or not elf.is_file():
+        return None
+    try:
+        size = pio.flash_size(elf)
+    except TreegenError:
+        return None
+    return Firmware(tgt.name, elf, layout or "?", variant or "?", size.flash, size.ram, 0.0, project)
+
+
+# ---------------------------------------------------------------------- devices
+class Device:
+    """A connected device: ``client`` (:class:`~treegen.device.protocol.DeviceClient`), ``url``, and the
+    process serving it when started here (``process``: QemuBoard or NativeDevice, else None)."""
+
+    def __init__(self, client: DeviceClient, url: str, target: _targets.Target, process=None):
+        self.client = client
+        self.url = url
+        self.target = target
+        self.process = process
+
+    def alive(self) -> bool:
+        proc = self.process
+        if proc is None:
+            return True
+        rc = proc.poll() if hasattr(proc, "poll") else proc.returncode
+        return rc is None
+
+    def diagnostics(self) -> str:
+        """One line about the serving process (exit status, last log line), '' when nothing to say."""
+        proc = self.process
+        if proc is None:
+            return ""
+        if hasattr(proc, "stderr") and callable(proc.stderr):          # QemuBoard
+            rc = proc.poll()
+            err = _one_line(proc.stderr())
+            if rc is not None:
+                return f"QEMU exited with status {rc}: {err or 'no message'}"
+            return f"QEMU stderr: {err}" if err else ""
+        rc = proc.returncode                                             # NativeDevice
+        tail = proc.log_tail()
+        if rc is not None:
+            return f"native harness exited with status {rc}: {tail or 'no message'} (log: {proc.log_path})"
+        return f"native harness log: {proc.log_path}" if proc.log_path else ""
+
+
+def _max_payload_hint(model: Model, tgt: _targets.Target) -> int:
+    """The max_payload a default build of ``model`` for ``tgt`` has (flush size before INFO)."""
+    from treegen.device.firmware import default_max_payload, harness_limits
+
+    try:
+        return harness_limits(model.n_features, model.n_classes,
+                              [tgt.name, __version__, "q15-unrolled-scalar"], default_max_payload(tgt),
+                              explicit=False)["max_payload"]
+    except TreegenError:
+        return 0xFFFF
+
+
+@contextlib.contextmanager
+def open_device(target, *, firmware: Firmware | None = None, port: str | None = None,
+                timeout: float = DEFAULT_TIMEOUT, model: Model | None = None):
+    """``with open_device(...) as dev:`` a connected :class:`Device`.
+
+    With ``port``: connect to that running device (a real board, or anything serving the protocol).
+    Otherwise start ``firmware``: the native executable, or QEMU for an emulated target. Whatever
+    was started is stopped when the block ends, also on errors. A native harness that exited by
+    itself with a non-zero status (e.g. a sanitizer report) raises on a clean exit of the block.
+    """
+    tgt = _target(target)
+    hint = _max_payload_hint(model, tgt) if model is not None else None
+    if port is not None:
+        client = DeviceClient.open(str(port), timeout=timeout, max_payload=hint)
+        try:
+            try:
+                client.port.reset_input_buffer()          # stale bytes of an earlier session
+            except (AttributeError, OSError, ValueError):
+                pass
+            yield Device(client, str(port), tgt)
+        finally:
+            client.close()
+        return
+    if firmware is None or firmware.path is None:
+        raise TreegenError(f"no firmware to run for target {tgt.name!r} and no --port")
+    if tgt.kind == "host":
+        from treegen.device.firmware import NativeDevice
+
+        proc = NativeDevice(firmware.path)
+        path = proc.start()
+        ok = False
+        try:
+            client = DeviceClient.open(path, timeout=timeout, max_payload=hint)
+            try:
+                yield Device(client, path, tgt, proc)
+            finally:
+                client.close()
+            ok = True
+        finally:
+            if ok:
+                proc.stop(check=True)
+            else:
+                proc.kill()
+                proc.stop(check=False)
+        return
+    if tgt.kind == "emulated":
+        from treegen.device.emulator import QemuBoard
+
+        board = QemuBoard(tgt, firmware.path)
+        board.start()
+        try:
+            client = DeviceClient.open(board.url, timeout=timeout, max_payload=hint)
+            try:
+                yield Device(client, board.url, tgt, board)
+            finally:
+                client.close()
+        finally:
+            board.close()
+        return
+    raise TreegenError(f"target {tgt.name!r} is a real board: pass the serial port it is connected to "
+                       "(e.g. --port /dev/ttyACM0) after flashing it with 'treegen flash'")
+
+
+# ---------------------------------------------------------------------- checks
+def check_identity(info: DeviceInfo, model: Model, target: _targets.Target | None = None,
+                   variant_string: str | None = None) -> None:
+    """Raise :class:`WrongModel` unless the device runs ``model`` (hash, shape) for ``target``."""
+    expected = model.hash()
+    if info.model_hash != expected:
+        raise WrongModel(f"device runs model {info.model_hash[:16]}, expected {expected[:16]}")
+    if (info.n_features, info.n_classes) != (model.n_features, model.n_classes):
+        raise WrongModel(f"device model has {info.n_features} features and {info.n_classes} classes, expected "
+                         f"{model.n_features} and {model.n_classes}")
+    if target is not None and info.target != target.name:
+        raise WrongModel(f"device is built for target {info.target!r}, expected {target.name!r}")
+    if variant_string is not None and info.variant != variant_string:
+        raise WrongModel(f"device runs variant {info.variant!r}, expected {variant_string!r}")
+
+
+def predict_rows(client: DeviceClient, X_q15: np.ndarray, *, progress=None, chunk_batches: int = 8) -> np.ndarray:
+    """PREDICT every row (batches of ``max_batch``); ``progress(n_done)`` after each chunk."""
+    info = client.info()
+    step = max(1, info.max_batch * chunk_batches)
+    out = np.empty(X_q15.shape[0], dtype=np.int64)
+    for start in range(0, X_q15.shape[0], step):
+        out[start:start + step] = client.predict(X_q15[start:start + step])
+        if progress is not None:
+            progress(min(start + step, X_q15.shape[0]))
+    return out
+
+
+def bench_rows(n_rows: int, k: int = BENCH_ROWS) -> list[int]:
+    """Up to ``k`` row indices spread evenly over ``n_rows`` rows."""
+    if n_rows <= 0:
+        return []
+    return sorted({int(i) for i in np.linspace(0, n_rows - 1, min(k, n_rows)).round()})
+
+
+def mismatch_rows(ref: Reference, got: np.ndarray, model: Model, limit: int = MAX_MISMATCH_ROWS) -> list[dict]:
+    """The first ``limit`` rows whose device class differs from the fixed-point class."""
+    out = []
+    for i in np.flatnonzero(got != ref.fixed)[:limit]:
+        i = int(i)
+        out.append({"row": i, "device": int(got[i]), "fixed_point": int(ref.fixed[i]), "float": int(ref.floating[i]),
+                    "device_label": _label(model, got[i]), "fixed_point_label": _label(model, ref.fixed[i]),
+                    "q15": [int(v) for v in ref.X_q15[i]]})
+    return out
+
+
+def _label(model: Model, index) -> object:
+    index = int(index)
+    return model.classes[index] if 0 <= index < model.n_classes else None
+
+
+# ---------------------------------------------------------------------- the run
+def _new_report(model: Model, tgt: _targets.Target, port: str | None) -> dict:
+    return {
+        "format": REPORT_FORMAT, "treegen_version": __version__, "ok": False, "error": None,
+        "target": tgt.name, "target_kind": tgt.kind, "port": port, "model_hash": model.hash(),
+        "layout": None, "variant": None, "rows": 0, "mismatches": None, "mismatch_rows": [],
+        "float_agreement": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
+        "counter_unit": None, "bench": None, "flash_bytes": None, "ram_bytes": None, "device": None,
+        "data": None, "seconds": {}, "checks": [{"name": c, "ok": None, "seconds": 0.0, "message": "not run"}
+                                                for c in CHECKS],
+    }
+
+
+def _set_check(report: dict, name: str, ok: bool, seconds: float, message: str) -> None:
+    for c in report["checks"]:
+        if c["name"] == name:
+            c.update(ok=ok, seconds=round(seconds, 4), message=message)
+
+
+def run_hil(model: Model, target, *, port: str | None = None, data=None, layout: str | None = None,
+            variant: str | None = None, build_dir=None, timeout: float = DEFAULT_TIMEOUT,
+            bench_iters: int = DEFAULT_BENCH_ITERS, progress=None) -> dict:
+    """Check ``model`` on a device for ``target``; returns the report (see the module docstring).
+
+    ``port``: use the device running there (required for real boards) instead of building and
+    starting one. ``data``: ``(X_raw, labels or None)``, the rows to stream (default: 1000 seeded
+    random Q15 rows and the two corners). ``layout``/``variant``: what to build (default table/auto);
+    with ``port``, when given, the device's INFO variant must match. ``build_dir``: where the
+    firmware is built (required unless ``port``). ``timeout``: seconds per request.
+    ``bench_iters``: calls per BENCH row (0 = no BENCH). ``progress(done, total)`` is called while
+    the rows stream.
+    """
+    tgt = _target(target)
+    if not 0 <= int(bench_iters) <= 0xFFFF:
+        raise TreegenError(f"bench_iters must be 0..65535, got {bench_iters}")
+    if timeout <= 0:
+        raise TreegenError("timeout must be > 0 seconds")
+    if port is None and tgt.kind == "board":
+        raise TreegenError(f"target {tgt.name!r} is a real board: give its serial port (--port /dev/ttyACM0 ...) "
+                           f"after 'treegen flash MODEL --target {tgt.name}'")
+    if port is None and build_dir is None:
+        raise TreegenError("run_hil needs build_dir (where to build the firmware) or port (a running device)")
+    if data is None:
+        ref = reference(model, q15=random_rows(model.n_features))
+        data_note = f"{ref.X_q15.shape[0]} seeded random Q15 rows"
+    else:
+        X_raw, labels = (data[0], data[1] if len(data) > 1 else None)
+        ref = reference(model, X_raw, labels)
+        data_note = f"{ref.X_q15.shape[0]} rows"
+    if ref.X_q15.shape[0] == 0:
+        raise TreegenError("no data rows to check")
+
+    report = _new_report(model, tgt, port)
+    report["data"] = data_note
+    report["rows"] = int(ref.X_q15.shape[0])
+    t_start = time.perf_counter()
+    current = "build"
+    device: Device | None = None
+    try:
+        # ---- firmware
+        fw = None
+        if port is None:
+            fw = build_firmware(model, tgt, build_dir, layout=layout or "table", variant=variant or "auto")
+            report["seconds"]["build"] = round(fw.build_seconds, 3)
+        else:
+            fw = existing_firmware(model, tgt, build_dir, layout=layout, variant=variant)
+        if fw is not None:
+            report["flash_bytes"], report["ram_bytes"] = fw.flash_bytes, fw.ram_bytes
+            report["firmware"] = str(fw.path) if fw.path else None
+        expected_variant = fw.variant_string if port is None else None
+        wanted = {}                      # with port: the parts of the variant string that were asked for
+        if port is not None and layout is not None:
+            wanted[1] = layout
+        if port is not None and variant is not None:
+            from treegen.emit.export import resolve_variant
+            wanted[2] = resolve_variant(variant, tgt, "q15")
+
+        # ---- device
+        current = "start"
+        t0 = time.perf_counter()
+        with open_device(tgt, firmware=fw if port is None else None, port=port, timeout=timeout,
+                         model=model) as device:
+            report["port"] = device.url
+            current = "hash"
+            info = device.client.info()
+            report["seconds"]["start"] = round(time.perf_counter() - t0, 3)
+            report["device"] = {"target": info.target, "treegen_version": info.treegen_version,
+                                "variant": info.variant, "max_payload": info.max_payload,
+                                "max_batch": info.max_batch, "capabilities": info.capabilities,
+                                "protocol_version": info.protocol_version}
+            report["variant"] = info.variant
+            report["layout"] = info.variant.split("-")[1] if info.variant.count("-") >= 2 else None
+            report["counter_unit"] = counter_unit_name(info.counter_unit)
+            check_identity(info, model, tgt, expected_variant)
+            parts = info.variant.split("-")
+            for i, value in wanted.items():
+                if len(parts) <= i or parts[i] != value:
+                    raise WrongModel(f"device runs variant {info.variant!r}, expected {('layout', 'variant')[i - 1]} "
+                                     f"{value!r}")
+            _set_check(report, "hash", True, time.perf_counter() - t0, f"device runs model {info.model_hash[:16]}")
+
+            # ---- predictions
+            current = "predictions"
+            t0 = time.perf_counter()
+            n = ref.X_q15.shape[0]
+            got = predict_rows(device.client, ref.X_q15,
+                               progress=None if progress is None else (lambda done: progress(done, n)))
+            seconds = time.perf_counter() - t0
+            report["seconds"]["predict"] = round(seconds, 3)
+            report["rows_per_s"] = round(n / seconds, 1) if seconds > 0 else None
+            mism = int(np.count_nonzero(got != ref.fixed))
+            report["mismatches"] = mism
+            report["mismatch_rows"] = mismatch_rows(ref, got, model)
+            report["float_agreement"] = round(100.0 * float(np.mean(got == ref.floating)), 4)
+            if ref.labels is not None:
+                report["accuracy"] = round(100.0 * float(np.mean(got == ref.labels)), 4)
+            if mism:
+                first = report["mismatch_rows"][0]
+                msg = (f"{mism} of {n} device predictions differ from the fixed-point model (first: row "
+                       f"{first['row']}, device class {first['device']}, expected {first['fixed_point']})")
+            else:
+                msg = (f"{n} rows identical to the fixed-point model; float agreement "
+                       f"{report['float_agreement']:.2f} %")
+            _set_check(report, "predictions", mism == 0, seconds, msg)
+
+            # ---- bench
+            current = "bench"
+            if bench_iters > 0:
+                t0 = time.perf_counter()
+                rows = bench_rows(n)
+                results: list[tuple[int, BenchResult]] = [(i, device.client.bench(ref.X_q15[i], int(bench_iters)))
+                                                          for i in rows]
+                problems = []
+                for i, r in results:
+                    if r.unit != info.counter_unit:
+                        problems.append(f"row {i}: BENCH unit {r.unit_name}, INFO said {report['counter_unit']}")
+                    if r.cls != ref.fixed[i]:
+                        problems.append(f"row {i}: BENCH class {r.cls}, expected {int(ref.fixed[i])}")
+                    if r.total == 0 or r.total >= 0xFFFFFFFF:
+                        problems.append(f"row {i}: BENCH total {r.total} (zero or saturated)")
+                per_call = [r.total / r.n_iter for _, r in results]
+                report["insn_per_inference"] = round(float(np.mean(per_call)), 2)
+                report["bench"] = {"n_iter": int(bench_iters), "unit": report["counter_unit"],
+                                   "mean": report["insn_per_inference"], "min": round(min(per_call), 2),
+                                   "max": round(max(per_call), 2),
+                                   "rows": [{"row": i, "per_call": round(r.total / r.n_iter, 3), "total": r.total,
+                                             "class": r.cls} for i, r in results]}
+                seconds = time.perf_counter() - t0
+                report["seconds"]["bench"] = round(seconds, 3)
+                msg = "; ".join(problems) if problems else \
+                    (f"{report['insn_per_inference']:g} {report['counter_unit']} per inference "
+                     f"({len(rows)} rows x {bench_iters} calls)")
+                _set_check(report, "bench", not problems, seconds, msg)
+            else:
+                _set_check(report, "bench", True, 0.0, "skipped (bench_iters 0)")
+            current = "stop"
+        report["ok"] = all(c["ok"] for c in report["checks"])
+    except (TreegenError, OSError) as exc:
+        message = _one_line(exc if isinstance(exc, TreegenError) else f"{exc.strerror or exc}")
+        if device is not None and device.process is not None and not device.alive():
+            diag = device.diagnostics()
+            if diag and diag not in message:
+                message = f"{message} ({diag})"
+        report["ok"] = False
+        report["error"] = message
+        if current in CHECKS:
+            _set_check(report, current, False, 0.0, message)
+        for c in report["checks"]:
+            if c["ok"] is None:
+                c.update(ok=False, message=f"not run: {message}")
+        report["seconds"]["total"] = round(time.perf_counter() - t_start, 3)
+        raise HilError(message, report) from None
+    report["seconds"]["total"] = round(time.perf_counter() - t_start, 3)
+    return report
+
+
+def summary(report: dict) -> str:
+    """One line: PASS/FAIL and the key figures of a report."""
+    if report.get("error"):
+        return f"FAIL: {report['error']}"
+    parts = [f"{report['rows']} rows, {report['mismatches']} mismatches"]
+    if report.get("float_agreement") is not None:
+        parts.append(f"float agreement {report['float_agreement']:.2f} %")
+    if report.get("insn_per_inference") is not None:
+        parts.append(f"{report['insn_per_inference']:g} {report['counter_unit']}/inference")
+    bad = [c for c in report["checks"] if c["ok"] is False]
+    head = "PASS" if report.get("ok") else "FAIL"
+    if bad:
+        parts.append("; ".join(f"{c['name']}: {c['message']}" for c in bad))
+    return f"{head}: " + ", ".join(parts)
+
+
+# ---------------------------------------------------------------------- JUnit
+def junit_xml(report: dict, *, suite: str = "treegen.hil") -> str:
+    """JUnit XML of a report: one testcase per check (hash, predictions, bench)."""
+    from xml.sax.saxutils import escape, quoteattr
+
+    checks = report["checks"]
+    failures = sum(1 for c in checks if c["ok"] is False and not c["message"].startswith("not run"))
+    errors = sum(1 for c in checks if c["ok"] is False and c["message"].startswith("not run"))
+    skipped = sum(1 for c in checks if c["ok"] is None)
+    total = sum(c["seconds"] for c in checks)
+    cls = f"{suite}.{report['target']}"
+    lines = ['<?xml version="1.0" encoding="utf-8"?>',
+             f'<testsuites><testsuite name={quoteattr(suite)} tests="{len(checks)}" failures="{failures}" '
+             f'errors="{errors}" skipped="{skipped}" time="{total:.3f}">',
+             "<properties>"]
+    for key in ("target", "model_hash", "variant", "port", "rows", "mismatches", "float_agreement", "rows_per_s",
+                "insn_per_inference", "counter_unit", "flash_bytes", "ram_bytes"):
+        lines.append(f"<property name={quoteattr(key)} value={quoteattr(str(report.get(key)))}/>")
+    lines.append("</properties>")
+    for c in checks:
+        lines.append(f'<testcase classname={quoteattr(cls)} name={quoteattr(c["name"])} time="{c["seconds"]:.3f}">')
+        if c["ok"] is False:
+            tag = "error" if c["message"].startswith("not run") else "failure"
+            lines.append(f"<{tag} message={quoteattr(c['message'])}>{escape(c['message'])}</{tag}>")
+        elif c["ok"] is None:
+            lines.append(f"<skipped message={quoteattr(c['message'])}/>")
+        else:
+            lines.append(f"<system-out>{escape(c['message'])}</system-out>")
+        lines.append("</testcase>")
+    lines.append("</testsuite></testsuites>")
+    return "\n".join(lines) + "\n"

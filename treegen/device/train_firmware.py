@@ -1,0 +1,437 @@
+"""On-device training: the C EFTI engine (``templates/efti``) generated for a device, as part of the
+firmware harness or as a library for the user's own firmware.
+
+The engine's static memory is sized at generation time from the data and the target
+(:func:`make_train_spec`): rows (``TG_EFTI_MAX_INST``), attributes, classes and ``max_depth`` are
+exactly what the data need (no power-of-two rounding as for the host build), and the EFTI
+parameters become const tables (``tg_efti_config.c``: topology, PEN, MISS, EXP, probabilities) for
+every class count 2..C, computed by the same Python code as for the host engine
+(:func:`treegen.learn.engine.config_tables`). Hence a device evolves, for a seed and data, the tree
+``treegen.learn.engine.induce`` and ``treegen.learn.inducers.efti.induce`` evolve, bit for bit.
+
+Files (:func:`render_train_sources` for the harness, :func:`export_train_library` for a library)::
+
+    tg_efti.h / tg_efti.c              the engine (sizes as #defines; SMLALD dot product on ARMv7E-M)
+    tg_efti_config.h / tg_efti_config.c   const tables from EFTIParams; tg_efti_config_init()
+    tg_efti_data.h / tg_efti_data.c    optional: training rows compiled into flash
+    tg_train.h / tg_train.c            harness only: the TRAIN_* protocol requests (docs/protocol.md)
+    main.c                             library only: an example (init, step within a budget, read
+                                       the best tree back, classify with it)
+
+RAM is checked *before* anything is built (:func:`check_ram`): the engine's static arrays, the
+row buffer, the harness (parser, transmit buffer, port) and a stack reserve must fit the target's
+``ram_kb``; otherwise ``TreegenError("training needs N KiB RAM, <target> has M KiB")``. With
+``partial=None`` (auto) partial reclassification (the memorised projections: same result, faster,
+``rows * depth * 10`` bytes) is dropped when only that makes the engine fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from treegen.core import targets as _targets
+from treegen.core.codegen import comment_text, prepare_out_dir, render, write_generated
+from treegen.core.errors import TreegenError
+from treegen.core.version import __version__
+from treegen.learn.engine import config_tables, render_engine
+from treegen.learn.inducers.efti import MAX_COEF_MUTATIONS, EFTIParams
+
+MAX_CLASSES = 255                  # uint8_t labels / leaf classes
+MAX_ROWS = (1 << 32) - 1
+HARNESS_TRAIN_FILES = ("tg_efti.h", "tg_efti.c", "tg_efti_config.h", "tg_efti_config.c", "tg_train.h", "tg_train.c")
+DATA_FILES = ("tg_efti_data.h", "tg_efti_data.c")
+DIGEST_BYTES = 8
+#: EFTIParams fields that are run-time inputs, not part of the generated tables
+_RUNTIME_FIELDS = ("max_iter", "partial_reclassification")
+#: the linker scripts' stack reserve (templates/firmware/cortexm.ld TG_STACK_SIZE)
+STACK_RESERVE = 4096
+#: RAM of the C runtime besides the harness (newlib-nano impure data, Arduino core); estimates
+RUNTIME_RAM = {"cmsdk_uart": 512, "native_pty": 0, "arduino": 2048}
+#: static RAM of the port files (templates/firmware/tg_port_<kind>.c): receive buffers
+PORT_RAM = {"cmsdk_uart": 256 + 8, "native_pty": 4096 + 40, "arduino": 64}
+#: TREE_GET node record: i16 left, i16 right, u8 class, i64 threshold, then n_attr i16 weights
+NODE_RECORD_FIXED = 13
+TRAIN_DATA_HEADER = 10
+TREE_GET_HEADER = 8
+
+
+# ---------------------------------------------------------------------- the specification
+@dataclass(eq=False)
+class TrainSpec:
+    """What the device-side engine is generated for (see :func:`make_train_spec`)."""
+
+    params: EFTIParams
+    max_rows: int                  # TG_EFTI_MAX_INST: rows one run can use
+    n_attr: int                    # TG_EFTI_MAX_ATTR
+    n_classes: int                 # tables for 2..n_classes classes
+    buffer_rows: int               # RAM buffer of TRAIN_DATA (0: none)
+    partial: bool                  # partial reclassification compiled in
+    dsp: bool                      # SMLALD dot products where the compiler targets ARMv7E-M
+    flash_x: np.ndarray | None = None   # rows compiled into flash (int16, (n, A)), labels, classes
+    flash_y: np.ndarray | None = None
+    flash_classes: int = 0
+    flash_source: str = ""
+    notes: list = field(default_factory=list)
+
+    @property
+    def flash_rows(self) -> int:
+        return 0 if self.flash_x is None else int(self.flash_x.shape[0])
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.params.max_depth)
+
+    def sizes(self) -> dict:
+        """The engine's size configuration (the keys of :func:`treegen.learn.engine.engine_sizes`)."""
+        max_nodes = (1 << (self.max_depth + 1)) - 1
+        return {"max_inst": self.max_rows, "max_attr": self.n_attr, "max_classes": self.n_classes,
+                "max_depth": self.max_depth, "max_nodes": max_nodes, "max_leaves": 1 << self.max_depth,
+                "partial": self.partial, "dsp": self.dsp}
+
+    def summary(self) -> dict:
+        return {"max_rows": self.max_rows, "n_attr": self.n_attr, "n_classes": self.n_classes,
+                "max_depth": self.max_depth, "buffer_rows": self.buffer_rows, "flash_rows": self.flash_rows,
+                "partial": self.partial, "dsp": self.dsp, "params_digest": params_digest(self.params).hex()}
+
+
+def params_digest(params: EFTIParams) -> bytes:
+    """8 bytes identifying the EFTI parameters that shape the generated tables (max_iter and
+    partial_reclassification excluded: they do not change the tables or the result)."""
+    d = {k: v for k, v in asdict(params).items() if k not in _RUNTIME_FIELDS}
+    blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).digest()[:DIGEST_BYTES]
+
+
+def _target(target) -> _targets.Target:
+    return target if isinstance(target, _targets.Target) else _targets.get(str(target))
+
+
+def _resolve_dsp(dsp, target: _targets.Target) -> bool:
+    if isinstance(dsp, bool):
+        dsp = "dsp" if dsp else "scalar"
+    if dsp not in ("auto", "scalar", "dsp"):
+        raise TreegenError(f"unknown training dot-product variant {dsp!r} (choose from auto, scalar, dsp)")
+    if dsp == "dsp" and not target.dsp:
+        raise TreegenError(f"variant 'dsp' needs the ARMv7E-M DSP extension; target {target.name!r} "
+                           f"({target.core}) has none")
+    return target.dsp if dsp == "auto" else dsp == "dsp"
+
+
+def _flash_data(flash_data):
+    X, y, C = flash_data
+    Xq = np.asarray(X)
+    y = np.asarray(y)
+    if Xq.ndim != 2 or y.ndim != 1 or Xq.shape[0] != y.shape[0] or Xq.shape[0] < 2:
+        raise TreegenError(f"flash training data: expected (rows, attributes) and (rows,) arrays, got "
+                           f"{Xq.shape} and {y.shape}")
+    if Xq.size and (not np.issubdtype(Xq.dtype, np.integer) or Xq.min() < 0 or Xq.max() > 32767):
+        raise TreegenError("flash training data: rows must be Q15 integers 0..32767")
+    C = int(C)
+    if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= C:
+        raise TreegenError(f"flash training data: labels must be class indices 0..{C - 1}")
+    if np.unique(y).size < 2:
+        raise TreegenError("flash training data: EFTI needs at least two classes")
+    return Xq.astype(np.int16), y.astype(np.uint8), C
+
+
+def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int | None = None,
+                    n_attr: int | None = None, n_classes: int | None = None, buffer_rows: int | None = None,
+                    flash_data=None, partial: bool | None = None, dsp="auto", flash_source: str = "") -> TrainSpec:
+    """The engine configuration for ``target``.
+
+    ``max_rows`` / ``n_attr`` / ``n_classes``: the largest data set one run takes (rows, attributes,
+    classes; fitness tables are generated for every class count 2..n_classes). ``flash_data``:
+    ``(X_q15 int array (n, A), y class indices, n_classes)`` compiled into flash (TRAIN source 1);
+    the limits grow to hold it. ``buffer_rows``: rows of the RAM buffer for TRAIN_DATA (default:
+    ``max_rows``, or 0 when flash data are given and ``max_rows`` is not). ``partial``: compile
+    partial reclassification in (None: when RAM allows, see :func:`check_ram`). ``dsp``: ``auto``
+    (the target's DSP extension), ``scalar`` or ``dsp``.
+    """
+    tgt = _target(target)
+    params = (params or EFTIParams()).validate()
+    fx = fy = None
+    fc = 0
+    if flash_data is not None:
+        fx, fy, fc = _flash_data(flash_data)
+    explicit_rows = max_rows is not None
+    rows = max(int(max_rows or 0), 0 if fx is None else fx.shape[0])
+    attr = max(int(n_attr or 0), 0 if fx is None else fx.shape[1])
+    classes = max(int(n_classes or 0), fc)
+    if rows < 2:
+        raise TreegenError(f"on-device training needs max_rows >= 2, got {rows}")
+    if rows > MAX_ROWS:
+        raise TreegenError(f"max_rows {rows} exceeds {MAX_ROWS}")
+    if attr < 1:
+        raise TreegenError("on-device training needs at least one attribute")
+    if attr > 0x7FFF:
+        raise TreegenError(f"{attr} attributes exceed the engine's limit of 32767")
+    if not 2 <= classes <= MAX_CLASSES:
+        raise TreegenError(f"on-device training supports 2..{MAX_CLASSES} classes, got {classes}")
+    if buffer_rows is None:
+        buffer_rows = rows if (fx is None or explicit_rows) else 0
+    buffer_rows = int(buffer_rows)
+    if not 0 <= buffer_rows <= rows:
+        raise TreegenError(f"buffer_rows must be 0..{rows} (the engine's max_rows), got {buffer_rows}")
+    if fx is None and buffer_rows == 0:
+        raise TreegenError("on-device training needs a RAM buffer (buffer_rows > 0) or data compiled into flash")
+    spec = TrainSpec(params, rows, attr, classes, buffer_rows, True if partial is None else bool(partial),
+                     _resolve_dsp(dsp, tgt), fx, fy, fc, flash_source)
+    spec.notes.append("partial=auto" if partial is None else f"partial={bool(partial)}")
+    return spec
+
+
+# ---------------------------------------------------------------------- memory
+def engine_static_bytes(sizes: dict, ptr_bytes: int = 4) -> int:
+    """Static RAM of tg_efti.c for ``sizes`` (what its tg_efti_static_bytes() returns; ``ptr_bytes``
+    is the target's pointer size)."""
+    N, A, C, I = sizes["max_nodes"], sizes["max_attr"], sizes["max_classes"], sizes["max_inst"]
+    D, Lv = sizes["max_depth"], sizes["max_leaves"]
+    n = 8 + 2 * ptr_bytes + 4 + 4                                  # rng_state, cfg, dat, ready, best_valid
+    n += N * A * 2 + N * 8 + 3 * N * 2 + 2 + N * 2 + 2             # current pool
+    n += N * A * 2 + N * 8 + 3 * N * 2 + 2 + N * 2 + 2 + N + 8 + 4  # best
+    n += (Lv + 1) * 2 + N * 2 + 2 + 2 + N + 1                      # structure
+    n += I * 2 + N * C * 4 + 8 + 4 + I * 4 + I * 2 + 4 + I * 4 + N + 4   # classification state
+    if sizes["partial"]:
+        n += I * (D + 1) * 2 + I * D * 8 + I
+    n += MAX_COEF_MUTATIONS * 24 + 2 + 4 + 6 * 2                   # undo record
+    n += 4 + 4 + 4 + 8 + 8                                         # evolution state
+    return n
+
+
+def _config_struct_bytes(ptr_bytes: int) -> int:
+    # u64 seed, 4 x u8 (+ 4 bytes padding), 4 x u64, 4 pointers; aligned to 8
+    raw = 8 + 4 + 4 + 32 + 4 * ptr_bytes
+    return -(-raw // 8) * 8
+
+
+def _data_struct_bytes(ptr_bytes: int) -> int:
+    raw = 2 * ptr_bytes + 4 + 2 + 2
+    return -(-raw // ptr_bytes) * ptr_bytes
+
+
+def train_static_bytes(spec: TrainSpec, ptr_bytes: int = 4) -> int:
+    """Static RAM of the engine + tg_train.c (what TRAIN_INFO reports as ram_bytes)."""
+    n = engine_static_bytes(spec.sizes(), ptr_bytes)
+    n += spec.buffer_rows * spec.n_attr * 2 + spec.buffer_rows
+    n += 4 + 2 + 2 + _config_struct_bytes(ptr_bytes) + _data_struct_bytes(ptr_bytes) + 4 + spec.n_attr * 2 + 8
+    return n
+
+
+def estimate_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int = 0) -> dict:
+    """RAM the training firmware needs on ``target`` (bytes): engine + buffers (exact), harness
+    statics (parser and transmit buffer of ``max_payload``, port buffers), C runtime allowance and
+    the stack reserve (at least the linker script's, and what the engine's deepest call needs)."""
+    tgt = _target(target)
+    ptr = 8 if tgt.kind == "host" else 4
+    kind = tgt.extra.get("uart") or ""
+    engine = engine_static_bytes(spec.sizes(), ptr)
+    train = train_static_bytes(spec, ptr) - engine
+    harness = (max_payload + 16) + (max_payload + 8) + 2 * n_features + 64 + PORT_RAM.get(kind, 256)
+    runtime = RUNTIME_RAM.get(kind, 1024)
+    nodes = spec.sizes()["max_nodes"]
+    stack = max(STACK_RESERVE, 1024 + 2 * nodes + 64 * (spec.max_depth + 2))
+    total = engine + train + harness + runtime + stack
+    return {"engine": engine, "train_buffers": train, "harness": harness, "runtime": runtime, "stack": stack,
+            "total": total, "ram_bytes": tgt.ram_bytes, "partial": spec.partial}
+
+
+def _kib(n: int) -> int:
+    return math.ceil(n / 1024)
+
+
+def check_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int = 0,
+              partial_auto: bool | None = None) -> tuple[TrainSpec, dict]:
+    """Fail (one line) unless the training firmware fits the target's RAM; returns the spec (with
+    partial reclassification dropped when it is on auto and only that makes it fit) and the estimate."""
+    tgt = _target(target)
+    auto = partial_auto if partial_auto is not None else ("partial=auto" in spec.notes)
+    est = estimate_ram(spec, tgt, max_payload=max_payload, n_features=n_features)
+    if est["total"] <= tgt.ram_bytes:
+        return spec, est
+    if auto and spec.partial:
+        lean = replace(spec, partial=False, notes=[*spec.notes, "partial reclassification off (RAM)"])
+        est2 = estimate_ram(lean, tgt, max_payload=max_payload, n_features=n_features)
+        if est2["total"] <= tgt.ram_bytes:
+            return lean, est2
+        est = est2
+    raise TreegenError(f"training needs {_kib(est['total'])} KiB RAM, {tgt.name} has {tgt.ram_kb} KiB "
+                       f"({spec.max_rows} rows x {spec.n_attr} attributes, {spec.n_classes} classes, depth "
+                       f"{spec.max_depth}: engine {_kib(est['engine'])} KiB, row buffer "
+                       f"{_kib(est['train_buffers'])} KiB)")
+
+
+def check_flash(spec: TrainSpec, target) -> int:
+    """Flash for the const tables and flash data (an estimate; the linker has the last word)."""
+    tgt = _target(target)
+    L = spec.sizes()["max_leaves"] + 1
+    tables = 4 * 1024 + sum(L * 12 + (c + 1) * 4 for c in range(2, spec.n_classes + 1))
+    data = spec.flash_rows * (2 * spec.n_attr + 1)
+    code = 12 * 1024
+    need = tables + data + code
+    if need > tgt.flash_bytes:
+        raise TreegenError(f"training needs {_kib(need)} KiB flash (tables {_kib(tables)} KiB, data "
+                           f"{_kib(data)} KiB), {tgt.name} has {tgt.flash_kb} KiB")
+    return need
+
+
+def train_payload_need(spec: TrainSpec) -> int:
+    """Smallest max_payload serving the training requests: one TRAIN_DATA row, one TREE_GET node."""
+    return max(TRAIN_DATA_HEADER + 2 * spec.n_attr + 1, TREE_GET_HEADER + NODE_RECORD_FIXED + 2 * spec.n_attr, 64)
+
+
+# ---------------------------------------------------------------------- rendering
+def _config_context(spec: TrainSpec) -> dict:
+    sizes = spec.sizes()
+    params = spec.params
+    tables = []
+    first = None
+    for c in range(2, spec.n_classes + 1):
+        t = config_tables(params, c, sizes)
+        first = first or t
+        tables.append({"n_classes": c, "topo": t["topo"], "pen": t["pen"], "miss": t["miss"]})
+    digest = params_digest(params)
+    lines = [comment_text(f"{k} = {v!r}") for k, v in asdict(params).items() if k not in _RUNTIME_FIELDS]
+    return {
+        "version": __version__, "params_lines": lines, "digest": list(digest), "digest_hex": digest.hex(),
+        "max_classes": spec.n_classes, "max_depth": spec.max_depth, "max_leaves": sizes["max_leaves"],
+        "cfg_partial": spec.partial and params.partial_reclassification,
+        "tables": tables, "exp": first["exp"], "dipole_node": params.dipole == "node",
+        "use_missing": bool(params.missing_weight), "thr_share": first["thr_share"], "rtb": first["rtb"],
+        "alpha": first["alpha"], "raise_q32": first["raise_q32"],
+    }
+
+
+def render_engine_files(out_dir, spec: TrainSpec) -> list[Path]:
+    """tg_efti.h/.c, tg_efti_config.h/.c and (with flash data) tg_efti_data.h/.c."""
+    out = prepare_out_dir(out_dir)
+    files = [write_generated(out / name, text) for name, text in render_engine(spec.sizes()).items()]
+    ctx = _config_context(spec)
+    for name in ("tg_efti_config.h", "tg_efti_config.c"):
+        files.append(write_generated(out / name, render(f"efti/{name}.j2", ctx)))
+    if spec.flash_x is not None:
+        dctx = {"version": __version__, "n_rows": spec.flash_rows, "n_attr": int(spec.flash_x.shape[1]),
+                "n_classes": spec.flash_classes, "source": comment_text(spec.flash_source or "arrays"),
+                "rows": spec.flash_x.astype(np.int64).tolist(), "labels": spec.flash_y.astype(np.int64).tolist()}
+        for name in DATA_FILES:
+            files.append(write_generated(out / name, render(f"efti/{name}.j2", dctx)))
+    return files
+
+
+def render_train_sources(out_dir, spec: TrainSpec) -> list[Path]:
+    """Everything the harness needs for on-device training: the engine files and tg_train.h/.c."""
+    out = prepare_out_dir(out_dir)
+    files = render_engine_files(out, spec)
+    ctx = {"version": __version__, "buffer_rows": spec.buffer_rows, "flash_rows": spec.flash_rows,
+           "dsp": spec.dsp}
+    for name in ("tg_train.h", "tg_train.c"):
+        files.append(write_generated(out / name, render(f"firmware/{name}", ctx)))
+    return files
+
+
+# ---------------------------------------------------------------------- library export
+@dataclass
+class TrainExportReport:
+    target: str
+    files: list
+    spec: dict
+    ram: dict
+    flash_estimate: int
+    params: dict
+    example_budget: int
+    notes: list
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def export_train_library(out_dir, target, params: EFTIParams | None = None, *, max_rows: int, n_attr: int,
+                         n_classes: int, data=None, partial: bool | None = None, dsp="auto",
+                         budget: int = 1000, data_source: str = "") -> TrainExportReport:
+    """Write the engine as a library for the user's own firmware: ``tg_efti.h/.c``,
+    ``tg_efti_config.h/.c`` (const tables), with ``data`` (``(X_q15, y, n_classes)``) also
+    ``tg_efti_data.h/.c`` (rows in flash), and an example ``main.c`` (init, steps of ``budget``
+    iterations, the best tree read back node by node, classification with it). RAM is checked
+    first (the engine, no harness: a 1 KiB allowance for the caller's own statics)."""
+    tgt = _target(target)
+    spec = make_train_spec(tgt, params, max_rows=max_rows, n_attr=n_attr, n_classes=n_classes,
+                           buffer_rows=0 if data is not None else max_rows, flash_data=data, partial=partial,
+                           dsp=dsp, flash_source=data_source)
+    auto = partial is None
+    spec, est = _check_library_ram(spec, tgt, auto)
+    flash = check_flash(spec, tgt)
+    out = prepare_out_dir(out_dir)
+    files = render_engine_files(out, spec)
+    ctx = {"version": __version__, "has_data": spec.flash_x is not None, "buffer_rows": spec.buffer_rows,
+           "budget": int(budget), "max_iter": int(spec.params.max_iter), "target_name": tgt.name,
+           "n_classes": spec.n_classes, "n_attr": spec.n_attr}
+    files.append(write_generated(out / "main.c", render("efti/tg_efti_main.c.j2", ctx)))
+    return TrainExportReport(tgt.name, [p.name for p in files], spec.summary(), est, flash,
+                             asdict(spec.params), int(budget), list(spec.notes))
+
+
+def _check_library_ram(spec: TrainSpec, tgt: _targets.Target, auto: bool) -> tuple[TrainSpec, dict]:
+    ptr = 8 if tgt.kind == "host" else 4
+
+    def estimate(s: TrainSpec) -> dict:
+        engine = engine_static_bytes(s.sizes(), ptr)
+        buffers = s.buffer_rows * (2 * s.n_attr + 1) + _config_struct_bytes(ptr) + _data_struct_bytes(ptr)
+        stack = max(STACK_RESERVE, 1024 + 2 * s.sizes()["max_nodes"])
+        total = engine + buffers + 1024 + stack
+        return {"engine": engine, "train_buffers": buffers, "harness": 0, "runtime": 1024, "stack": stack,
+                "total": total, "ram_bytes": tgt.ram_bytes, "partial": s.partial}
+
+    est = estimate(spec)
+    if est["total"] <= tgt.ram_bytes:
+        return spec, est
+    if auto and spec.partial:
+        lean = replace(spec, partial=False, notes=[*spec.notes, "partial reclassification off (RAM)"])
+        est2 = estimate(lean)
+        if est2["total"] <= tgt.ram_bytes:
+            return lean, est2
+        est = est2
+    raise TreegenError(f"training needs {_kib(est['total'])} KiB RAM, {tgt.name} has {tgt.ram_kb} KiB "
+                       f"({spec.max_rows} rows x {spec.n_attr} attributes, {spec.n_classes} classes, depth "
+                       f"{spec.max_depth})")
+
+
+# ---------------------------------------------------------------------- from models and CSV files
+def params_from_model(model, *, max_depth: int | None = None) -> EFTIParams:
+    """The EFTI parameters a model was trained with (``metadata["efti_params"]``), else the defaults;
+    ``max_depth`` overrides."""
+    from dataclasses import fields
+
+    meta = (getattr(model, "metadata", None) or {}).get("efti_params") or {}
+    names = {f.name for f in fields(EFTIParams)}
+    params = EFTIParams(**{k: v for k, v in meta.items() if k in names})
+    if max_depth is not None:
+        params = replace(params, max_depth=int(max_depth))
+    return params.validate()
+
+
+def training_rows(X_raw, labels, *, model=None):
+    """(Q15 rows, class indices, n_classes, scaling) for training data: scaled with the model's input
+    scaling and encoded with its classes when ``model`` is given, else with a fresh ``auto`` scaling."""
+    from treegen.core.data import class_list, encode
+    from treegen.core.scaling import InputScaling
+
+    if labels is None or len(labels) == 0:
+        raise TreegenError("on-device training needs labelled data (a label column)")
+    if model is not None:
+        scaling = model.scaling
+        y = encode(np.asarray(labels, dtype=object), list(model.classes))
+        C = model.n_classes
+    else:
+        scaling = InputScaling.fit(np.asarray(X_raw, dtype=np.float64), "auto")
+        classes = class_list(np.asarray(labels, dtype=object))
+        y = encode(np.asarray(labels, dtype=object), classes)
+        C = len(classes)
+    Xq = np.asarray(scaling.to_q15(np.asarray(X_raw, dtype=np.float64)), dtype=np.int64)
+    if np.unique(y).size < 2:
+        raise TreegenError("on-device training needs at least two classes in the data")
+    return Xq, y, C, scaling

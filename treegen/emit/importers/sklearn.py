@@ -1,0 +1,337 @@
+"""Import fitted scikit-learn trees: ``DecisionTreeClassifier`` and ``RandomForestClassifier``.
+
+scikit-learn is optional; it is imported lazily by :func:`from_sklearn`.
+
+What scikit-learn computes
+--------------------------
+A scikit-learn tree casts every input to ``float32`` and tests ``float32(x[f]) <= t`` (``t`` float64,
+the midpoint of two adjacent float32 training values) -> left child. The leaf predicts
+``argmax(value)`` (ties -> lowest class index).
+
+How the thresholds are carried over (the input scaling)
+-------------------------------------------------------
+A treegen model tests *normalised* features on the Q15 grid, ``x = q / 32768`` with ``q`` an
+integer 0..32767 (see :mod:`treegen.core.scaling`). Two routes:
+
+``q15``   the data are already integers 0..32767 (the shared UCI sets), or ``X`` is not given.
+          Scaling offset 0, scale 1/32768 (``q == x_raw``); the threshold becomes ``t / 32768``
+          (exact in binary), so ``q/32768 <= t/32768  <=>  x_raw <= t``: the model predicts
+          **exactly** what scikit-learn predicts for every integer input in 0..32767.
+          Without ``X`` the thresholds are checked to look like integer data (multiples of 0.5
+          in [0, 32767]); otherwise a :class:`TreegenError` asks for ``X``.
+``minmax`` general float data (``X`` given, not all Q15 integers). Per feature, offset/scale map
+          the range of ``X`` (widened to cover every threshold on that feature) onto 0..32767,
+          *aligned to the thresholds* (:func:`_aligned_affine`): the feature's first two thresholds
+          (in tree order) land exactly on grid-cell boundaries, so those tests decide as
+          scikit-learn does for **every** float32 input; the first boundary is a multiple of 256
+          (a one-instruction compare constant on Cortex-M). Every threshold becomes an integer grid
+          boundary ``Q``: the node tests ``q <= Q`` and is stored as ``(Q + 0.5) / 32768``. For the
+          further thresholds of a feature ``Q`` is the grid point at or below the exact image of
+          ``t``, moved if needed so that *every row of X* keeps the side scikit-learn sends it to.
+          That is possible unless two values of ``X`` on opposite sides of ``t`` fall into the same
+          grid cell (closer than the feature's range / 32767); such nodes are counted in
+          ``metadata["unresolved_thresholds"]``. When it is 0, the model agrees with scikit-learn on
+          every row of ``X``. On *other* inputs an unaligned test disagrees only where a value lies
+          in the one grid cell that contains its threshold (on its far side), see
+          ``metadata["sklearn_agreement_on_X"]`` and the tests for measured figures.
+
+Leaves, counts, forests
+-----------------------
+* Leaf class = ``argmax`` of scikit-learn's ``value`` (ties -> lowest index, as treegen).
+* ``class_counts`` = ``round(value * weighted_n_node_samples)``: the exact class counts for an
+  unweighted fit; for a forest the *bootstrap* counts (rows drawn twice count twice); for fits with
+  ``sample_weight`` / ``class_weight`` the rounded weighted counts (informative only).
+* A treegen ensemble is a *hard* majority vote (ties -> lowest index). ``RandomForestClassifier``
+  averages the trees' class probabilities (*soft* vote). Both are identical when every leaf is pure
+  (e.g. ``min_samples_leaf=1`` with no duplicate rows of different classes); otherwise they can
+  differ on rows where the trees disagree. The imported forest is exactly the hard vote of the
+  scikit-learn trees (``metadata["voting"]``).
+* Missing values (NaN routing of scikit-learn >= 1.3) are not carried over: treegen rejects NaN input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from treegen.core.errors import TreegenError
+from treegen.core.model import Model
+from treegen.core.scaling import Q15_MAX, Q15_ONE, InputScaling
+from treegen.core.tree import LEAF, Tree
+from treegen.core.version import __version__
+
+__all__ = ["from_sklearn"]
+
+
+def _require_sklearn():
+    """Import scikit-learn lazily; a clear :class:`TreegenError` if it is not installed."""
+    try:
+        import sklearn
+        from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+        from sklearn.tree import DecisionTreeClassifier
+    except ImportError as exc:
+        raise TreegenError(
+            "importing scikit-learn models needs scikit-learn, which is not installed "
+            f"({exc}); install it with: pip install scikit-learn") from None
+    return sklearn, DecisionTreeClassifier, (RandomForestClassifier, ExtraTreesClassifier)
+
+
+def from_sklearn(estimator, feature_names=None, X=None) -> Model:
+    """Convert a fitted scikit-learn tree classifier into a treegen :class:`Model`.
+
+    Parameters
+    ----------
+    estimator : DecisionTreeClassifier or RandomForestClassifier (or ExtraTreesClassifier)
+        Fitted, single-output.
+    feature_names : list of str, optional
+        Defaults to the estimator's ``feature_names_in_`` (fitted on a DataFrame) or ``x0, x1, ...``.
+    X : array-like of shape (n_samples, n_features), optional
+        Data the model will see (normally the training data). Integers 0..32767 -> ``q15`` route;
+        anything else -> ``minmax`` scaling fitted on ``X`` (see the module documentation).
+        Without ``X`` the data are taken to be Q15 integers.
+
+    Returns
+    -------
+    Model
+        One tree for a decision tree, one tree per estimator for a forest (hard majority vote).
+
+    Examples
+    --------
+    >>> from treegen.importers import from_sklearn
+    >>> model = from_sklearn(DecisionTreeClassifier(max_depth=4).fit(X, y), X=X)  # doctest: +SKIP
+    >>> (model.predict(X) == clf.predict(X)).all()                                  # doctest: +SKIP
+    """
+    sklearn, tree_cls, forest_cls = _require_sklearn()
+    if isinstance(estimator, forest_cls):
+        kind = "forest"
+        if not hasattr(estimator, "estimators_"):
+            raise TreegenError(f"{type(estimator).__name__} is not fitted; call fit() first")
+        sk_trees = list(estimator.estimators_)
+    elif isinstance(estimator, tree_cls):
+        kind = "tree"
+        if not hasattr(estimator, "tree_"):
+            raise TreegenError(f"{type(estimator).__name__} is not fitted; call fit() first")
+        sk_trees = [estimator]
+    else:
+        raise TreegenError(
+            f"cannot import {type(estimator).__name__}: supported are scikit-learn DecisionTreeClassifier, "
+            "RandomForestClassifier and ExtraTreesClassifier")
+    if getattr(estimator, "n_outputs_", 1) != 1:
+        raise TreegenError("multi-output scikit-learn models cannot be imported (one label column only)")
+
+    n_features = int(estimator.n_features_in_)
+    classes = [c.item() if isinstance(c, np.generic) else c for c in np.asarray(estimator.classes_).tolist()]
+    n_classes = len(classes)
+    if feature_names is None:
+        names_in = getattr(estimator, "feature_names_in_", None)
+        feature_names = list(names_in) if names_in is not None else [f"x{i}" for i in range(n_features)]
+    feature_names = [str(n) for n in feature_names]
+    if len(feature_names) != n_features:
+        raise TreegenError(f"{len(feature_names)} feature names given for a model of {n_features} features")
+
+    # every (feature, threshold) test of every tree
+    tests = [(t.tree_.feature[t.tree_.children_left != LEAF], t.tree_.threshold[t.tree_.children_left != LEAF])
+             for t in sk_trees]
+    all_feat = np.concatenate([f for f, _ in tests]).astype(np.int64)
+    all_thr = np.concatenate([t for _, t in tests]).astype(np.float64)
+    if not np.all(np.isfinite(all_thr)):
+        raise TreegenError("the scikit-learn model has non-finite thresholds")
+
+    X_arr = _check_X(X, n_features)
+    scaling = _choose_scaling(X_arr, n_features, all_feat, all_thr)
+    Xq = scaling.to_q15(X_arr).astype(np.int64) if X_arr is not None else None
+    X32 = X_arr.astype(np.float32).astype(np.float64) if X_arr is not None else None
+
+    trees = []
+    unresolved = 0
+    for sk in sk_trees:
+        tree, n_bad = _convert_tree(sk, kind, n_features, n_classes, scaling, Xq, X32)
+        trees.append(tree)
+        unresolved += n_bad
+
+    params = {k: v for k, v in estimator.get_params().items() if _is_plain(v)}
+    metadata = {
+        "algorithm": f"sklearn-{type(estimator).__name__}",
+        "params": params,
+        "seed": params.get("random_state"),
+        "source": f"scikit-learn {sklearn.__version__}",
+        "treegen_version": __version__,
+        "scaling_route": scaling.method,
+        "unresolved_thresholds": int(unresolved),
+        "voting": ("hard majority vote of the trees (scikit-learn's forest averages probabilities; "
+                   "identical when every leaf is pure)") if kind == "forest" else "single tree",
+        "class_counts": "round(value * weighted_n_node_samples): exact for unweighted trees, bootstrap "
+                        "counts in forests, rounded weighted counts with sample/class weights",
+    }
+    model = Model(trees, feature_names, classes, scaling, metadata)
+    if X_arr is not None:
+        ours = model.predict_index(X_arr)
+        theirs = np.searchsorted(np.asarray(estimator.classes_), estimator.predict(X_arr))
+        metadata["n_train"] = int(X_arr.shape[0])
+        metadata["sklearn_agreement_on_X"] = float(np.mean(ours == theirs))
+    return model
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _check_X(X, n_features: int) -> np.ndarray | None:
+    if X is None:
+        return None
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TreegenError(f"X must be a numeric array: {exc}") from None
+    if X.ndim != 2 or X.shape[1] != n_features or X.shape[0] == 0:
+        raise TreegenError(f"X must have shape (n_samples, {n_features}), got {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise TreegenError("X contains NaN or infinite values")
+    return X
+
+
+def _choose_scaling(X: np.ndarray | None, n_features: int, feat: np.ndarray, thr: np.ndarray) -> InputScaling:
+    if X is None:
+        ok = (thr >= 0) & (thr <= Q15_MAX) & (thr * 2 == np.round(thr * 2))
+        if not np.all(ok):
+            bad = float(thr[~ok][0])
+            raise TreegenError(
+                f"the model's thresholds (e.g. {bad!r}) do not come from integer data in 0..32767; "
+                "pass the training data as X= to fit a min-max input scaling")
+        return InputScaling.fit(np.zeros((1, n_features)), "q15")
+    scaling = InputScaling.fit(X, "auto")
+    if scaling.method == "q15":
+        return scaling
+    lo = X.min(axis=0)
+    hi = X.max(axis=0)
+    offset = np.zeros(n_features)
+    scale = np.zeros(n_features)     # a constant feature (no threshold on it) keeps scale 0
+    for f in range(n_features):  # widen each range to cover the thresholds tested on that feature
+        t = thr[feat == f]
+        if t.size:
+            lo[f] = min(lo[f], t.min())
+            hi[f] = max(hi[f], t.max())
+        offset[f] = lo[f]
+        if hi[f] > lo[f]:
+            offset[f], scale[f] = _aligned_affine(float(lo[f]), float(hi[f]), list(dict.fromkeys(t.tolist())))
+    return InputScaling(offset, scale, "minmax")
+
+
+ALIGN_MARGIN = 2.0 ** -6   # share of the Q15 range given up so the first boundary can be placed freely
+ALIGN_STEP = 256           # that boundary's Q + 1 is a multiple of this (a Thumb-2 modified immediate)
+ALIGN_SECOND_LOSS = 1 / 16  # resolution given up at most to make the second boundary's Q + 1 = k * 2^p
+
+
+def f32_split(t: float) -> tuple[float, float]:
+    """The two float32 values around scikit-learn's threshold ``t``: the largest float32 ``<= t`` (the
+    last input its test ``float32(x) <= t`` sends left) and the next float32 (the first sent right)."""
+    t32 = np.float32(t)
+    below = t32 if float(t32) <= t else np.nextafter(t32, np.float32(-np.inf))
+    return float(below), float(np.nextafter(below, np.float32(np.inf)))
+
+
+def _f32_gap_midpoint(t: float) -> float:
+    """Midpoint of :func:`f32_split`: the point that separates exactly the float32 inputs
+    scikit-learn sends left from those it sends right."""
+    below, above = f32_split(t)
+    return (below + above) / 2.0
+
+
+def _aligned_affine(lo: float, hi: float, thresholds: list[float]) -> tuple[float, float]:
+    """Offset and scale of one feature (``q = rint((x - offset) * scale * 32768)``) mapping [lo, hi]
+    into 0..32767 with the feature's first one or two thresholds *on* grid-cell boundaries.
+
+    A threshold ``t`` whose float32 gap midpoint ``m`` (see :func:`_f32_gap_midpoint`) maps to
+    ``Q + 0.5`` is carried over exactly: every float32 input scikit-learn sends left rounds to a grid
+    value ``<= Q``, every other one to ``> Q``, so the Q15 test ``q <= Q`` (and the f32 export derived
+    from it) decides as scikit-learn does for *every* input, not only the rows of ``X``. Two degrees
+    of freedom (offset, scale) align the first two thresholds (in tree order, root first); further
+    ones fall back to the grid rounding of :func:`_grid_threshold`. The first boundary is placed at
+    ``Q + 1 = k * 256``, a constant Cortex-M compares against in one 4-byte instruction (``cmp.w``
+    with a modified immediate, instead of ``movw`` + ``cmp``); the second at a distance ``j * 2^p``
+    from it (largest ``p <= 8`` costing at most ``ALIGN_SECOND_LOSS`` of the resolution). The cost
+    is at most 1.6 % (``ALIGN_MARGIN``) + 6.25 % of the grid resolution of a feature.
+    """
+    span = hi - lo
+    s_max = Q15_MAX * (1.0 - ALIGN_MARGIN) / span     # grid steps per raw unit
+    if not thresholds:
+        return lo, (Q15_MAX / Q15_ONE) / span
+    m1 = _f32_gap_midpoint(thresholds[0])
+    s = s_max
+    if len(thresholds) > 1:
+        m2 = _f32_gap_midpoint(thresholds[1])
+        steps = s_max * abs(m2 - m1)   # grid steps between the two boundaries, at most
+        for p in range(8, -1, -1):      # Q2 - Q1 = j * 2^p: Q2 + 1 a cheap constant too, if that
+            j = np.floor(steps / 2 ** p)  # costs at most 1/16 of the resolution
+            if j >= 1 and (j * 2 ** p >= steps * (1 - ALIGN_SECOND_LOSS) or p == 0):
+                s = float(j * 2 ** p / abs(m2 - m1))
+                break
+    # Q1 + 0.5 = (m1 - offset) * s with lo and hi inside [0, 32767]:  Q1 + 1 in [a, b]
+    a = (m1 - lo) * s + 0.5
+    b = Q15_MAX + 0.5 - (hi - m1) * s
+    k = np.ceil(a / ALIGN_STEP)
+    q1_plus_1 = k * ALIGN_STEP if k * ALIGN_STEP <= b else np.ceil(a)
+    offset = m1 - (q1_plus_1 - 0.5) / s
+    return float(offset), float(s / Q15_ONE)
+
+
+def _convert_tree(sk, kind: str, n_features: int, n_classes: int, scaling: InputScaling,
+                  Xq: np.ndarray | None, X32: np.ndarray | None) -> tuple[Tree, int]:
+    st = sk.tree_
+    n_nodes = int(st.node_count)
+    left = st.children_left.astype(np.int64)
+    right = st.children_right.astype(np.int64)
+    internal = left != LEAF
+
+    # value columns -> model class indices (a forest's trees are fitted on encoded labels 0..K-1)
+    if kind == "forest":
+        col_class = np.asarray(sk.classes_, dtype=np.float64).astype(np.int64)
+    else:
+        col_class = np.arange(n_classes)
+    value = np.asarray(st.value, dtype=np.float64)[:, 0, :]
+    leaf_class = col_class[value.argmax(axis=1)]
+
+    wn = np.asarray(st.weighted_n_node_samples, dtype=np.float64)
+    sums = value.sum(axis=1)
+    counts_w = value if np.allclose(sums, wn, rtol=1e-9, atol=1e-9) else value * wn[:, None]
+    counts = np.zeros((n_nodes, n_classes), dtype=np.int64)
+    counts[:, col_class] = np.rint(counts_w).astype(np.int64)
+
+    weights = np.zeros((n_nodes, n_features))
+    threshold = np.zeros(n_nodes)
+    unresolved = 0
+    for node in np.flatnonzero(internal):
+        f = int(st.feature[node])
+        t = float(st.threshold[node])
+        weights[node, f] = 1.0
+        if scaling.method == "q15":
+            threshold[node] = t / Q15_ONE  # exact: power-of-two division
+        else:
+            Q, ok = _grid_threshold(t, f, scaling, Xq, X32)
+            unresolved += not ok
+            threshold[node] = (Q + 0.5) / Q15_ONE
+    tree = Tree(weights, threshold, np.where(internal, left, LEAF), np.where(internal, right, LEAF),
+                leaf_class, counts)
+    return tree.compact(), unresolved
+
+
+def _grid_threshold(t: float, f: int, scaling: InputScaling, Xq: np.ndarray, X32: np.ndarray) -> tuple[int, bool]:
+    """Integer grid boundary Q for ``x_raw <= t`` on feature ``f``: the node tests ``q <= Q``.
+
+    Start from the grid point at or below the exact image of ``t`` (of the middle of the float32 gap
+    containing it: the point scikit-learn's float32 test really splits at); move it, if needed, so that every
+    row of ``X`` keeps scikit-learn's side. Returns (Q, every row of X kept its side).
+    """
+    # image of the float32 gap around t (no float32 input lies strictly between t and that midpoint)
+    u = (_f32_gap_midpoint(t) - scaling.offset[f]) * scaling.scale[f] * Q15_ONE
+    Q0 = int(np.clip(np.floor(u), -1, Q15_MAX))
+    goes_left = X32[:, f] <= t
+    q = Xq[:, f]
+    qa = int(q[goes_left].max()) if goes_left.any() else -1          # every left row needs q <= Q
+    qb = int(q[~goes_left].min()) if (~goes_left).any() else Q15_MAX + 1  # every right row needs q > Q
+    if qa < qb:
+        return int(np.clip(Q0, qa, qb - 1)), True
+    # conflict: rows of both sides share grid cells; pick the boundary misplacing the fewest rows
+    candidates = np.arange(qb - 1, qa + 1)
+    errors = [np.count_nonzero(goes_left & (q > c)) + np.count_nonzero(~goes_left & (q <= c)) for c in candidates]
+    return int(candidates[int(np.argmin(errors))]), False
+
+
+def _is_plain(v) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str))

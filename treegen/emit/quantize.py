@@ -1,0 +1,266 @@
+"""Float tree -> integer (fixed-point) tree, and the Python model of the generated C.
+
+Scaling and overflow behaviour
+------------------------------
+Inputs are Q15: ``x_q = round(x * 32768)`` in 0..32767 (``int16_t``), ``x`` the normalised
+feature of :mod:`treegen.core.scaling`.
+
+``axis`` trees (every internal test has exactly one non-zero weight)::
+
+    go left  <=>  x_q[feature] <= threshold          (threshold: int16_t, -1..32767)
+
+  A test ``c * x <= theta`` becomes ``x_q <= floor(theta * 32768 / c)`` for ``c > 0``; for ``c < 0``
+  the comparison flips, so the threshold is ``ceil(theta * 32768 / c) - 1`` and the children are
+  swapped. Computed with exact rational arithmetic, so every input on the Q15 grid takes exactly the
+  branch the float tree takes (agreement 100 %).
+
+``oblique`` trees::
+
+    acc = sum_i w_q[i] * x_q[i]     (w_q: int16_t, per-node shift s: w_q = round(w * 2**s))
+    go left  <=>  acc <= threshold  (threshold in units of 2**-(s + 15))
+
+  ``s`` is the largest shift with ``max |w_q| <= 32767`` (full int16 range). The accumulator can
+  never overflow: ``|acc| <= sum_i |w_q[i]| * 32767``; when that bound is < 2**31 for every node
+  the accumulator is ``int32_t``, otherwise ``int64_t`` (``acc_bits``). Thresholds are clamped to
+  the accumulator's range (a clamped threshold still decides exactly as the unclamped one since
+  ``|acc|`` never reaches the clamp). When ``w * 2**s`` and ``theta * 2**(s+15)`` are integers (always
+  the case for EFTI trees) the integer test is *exactly* the float test. Otherwise the threshold is
+  chosen so that every training row given keeps the side it had in float where one integer
+  threshold can do that, and rows that cannot keep their side are reported.
+
+Children are references: ``>= 0`` an internal node index (pre-order, root 0), ``< 0`` a leaf
+predicting class ``-ref - 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from treegen.core.errors import TreegenError
+from treegen.core.tree import LEAF, Tree
+
+INT16_MAX = 32767
+Q15_MAX = 32767
+ACC32_LIMIT = (1 << 31) - 1
+
+
+@dataclass(eq=False)
+class QuantizedTree:
+    n_features: int
+    n_classes: int
+    kind: str                  # "axis" or "oblique"
+    feature: np.ndarray        # int64 (n_internal,): axis tests' feature; -1 for oblique trees
+    weights: np.ndarray        # int64 (n_internal, n_features) int16-valued; shape (n_internal, 0) for axis
+    shift: np.ndarray          # int64 (n_internal,): per-node weight shift s (oblique); 0 for axis
+    threshold: np.ndarray      # int64 (n_internal,)
+    left: np.ndarray           # int64 (n_internal,) child references (see module doc)
+    right: np.ndarray          # int64 (n_internal,)
+    root: int                  # reference of the root: 0, or a leaf reference for a single-leaf tree
+    acc_bits: int              # 32 or 64 (oblique); 16 for axis trees (no accumulator)
+    exact: bool                # integer tests provably equal the float tests on every Q15 input
+    unresolved_rows: list = field(default_factory=list)  # training rows that cannot keep their side
+
+    @property
+    def n_internal(self) -> int:
+        return int(self.threshold.shape[0])
+
+
+def _floor(fr: Fraction) -> int:
+    return fr.numerator // fr.denominator
+
+
+def _ceil(fr: Fraction) -> int:
+    return -((-fr.numerator) // fr.denominator)
+
+
+def _clamp_acc(t: int) -> int:
+    """Keep a threshold inside int64 (the accumulator range clip follows); beyond +-2**62 no
+    accumulator value can reach it, so the decision is unchanged."""
+    return max(-(1 << 62), min(t, 1 << 62))
+
+
+def _leaf_ref(cls: int) -> int:
+    return -int(cls) - 1
+
+
+def _weight_shift(max_abs: float) -> int:
+    """Largest s with round(max_abs * 2**s) <= 32767 (full int16 range)."""
+    s = math.floor(math.log2(INT16_MAX / max_abs))
+    while round(math.ldexp(max_abs, s + 1)) <= INT16_MAX:
+        s += 1
+    while round(math.ldexp(max_abs, s)) > INT16_MAX:
+        s -= 1
+    return s
+
+
+def _fit_threshold(acc: np.ndarray, left: np.ndarray, t0: int) -> tuple[int, np.ndarray]:
+    """Integer T keeping ``acc <= T`` exactly for the ``left`` rows where possible.
+
+    Returns T and a boolean mask of rows that still end on the wrong side. Among the thresholds
+    with the fewest wrong rows, the one closest to the float threshold ``t0`` is taken.
+    """
+    if acc.size == 0:
+        return t0, np.zeros(0, dtype=bool)
+    acc_l, acc_r = acc[left], acc[~left]
+    max_l = int(acc_l.max()) if acc_l.size else None
+    min_r = int(acc_r.min()) if acc_r.size else None
+    if max_l is None or min_r is None or max_l < min_r:
+        lo = max_l if max_l is not None else -(1 << 62)
+        hi = (min_r - 1) if min_r is not None else (1 << 62)
+        return min(max(t0, lo), hi), np.zeros(acc.size, dtype=bool)
+    # no separating threshold: minimise the number of rows on the wrong side
+    cand = np.unique(np.concatenate([acc, acc - 1, [t0]]))
+    sl, sr = np.sort(acc_l), np.sort(acc_r)
+    wrong = (sl.size - np.searchsorted(sl, cand, side="right")) + np.searchsorted(sr, cand, side="right")
+    best = wrong.min()
+    options = cand[wrong == best]
+    t = int(options[np.argmin(np.abs(options - t0))])
+    bad = np.where(left, acc > t, acc <= t)
+    return t, bad
+
+
+def quantize_tree(tree: Tree, X_q15: np.ndarray | None = None) -> QuantizedTree:
+    """Integer version of ``tree`` (see the module docstring for the exact semantics).
+
+    ``X_q15`` (optional, int rows on the Q15 grid, e.g. the training data) is used only for
+    oblique nodes whose coefficients are not exactly representable: their thresholds are then
+    fitted so these rows keep their float side, and rows that cannot are reported in
+    ``unresolved_rows`` (row indices into ``X_q15``).
+    """
+    tree.validate()
+    order = [k for k in tree.preorder() if tree.left[k] != LEAF]
+    index = {k: i for i, k in enumerate(order)}
+    n_int, A = len(order), tree.n_features
+
+    def ref(k: int) -> int:
+        return index[k] if tree.left[k] != LEAF else _leaf_ref(tree.leaf_class[k])
+
+    W = tree.weights[order] if n_int else np.zeros((0, A))
+    nnz = np.count_nonzero(W, axis=1)
+    kind = "axis" if np.all(nnz <= 1) else "oblique"
+    left = np.array([ref(int(tree.left[k])) for k in order], dtype=np.int64)
+    right = np.array([ref(int(tree.right[k])) for k in order], dtype=np.int64)
+    root = 0 if n_int else _leaf_ref(tree.leaf_class[0])
+    feature = np.full(n_int, -1, dtype=np.int64)
+    shift = np.zeros(n_int, dtype=np.int64)
+    threshold = np.zeros(n_int, dtype=np.int64)
+    exact = True
+    unresolved: set[int] = set()
+
+    if kind == "axis":
+        for i, k in enumerate(order):
+            theta = Fraction(float(tree.threshold[k]))
+            if nnz[i] == 0:
+                feature[i] = 0
+                threshold[i] = Q15_MAX if theta >= 0 else -1
+                continue
+            f = int(np.flatnonzero(W[i])[0])
+            c = Fraction(float(W[i, f]))
+            v = theta * Q15_ONE_FR / c
+            feature[i] = f
+            if c > 0:
+                t = _floor(v)
+            else:   # c*x <= theta  <=>  x >= v  <=>  not (x <= ceil(v) - 1): swap the children
+                t = _ceil(v) - 1
+                left[i], right[i] = right[i], left[i]
+            threshold[i] = min(max(t, -1), Q15_MAX)
+        return QuantizedTree(A, tree.n_classes, "axis", feature, np.zeros((n_int, 0), dtype=np.int64), shift,
+                             threshold, left, right, root, 16, True, [])
+
+    Wq = np.zeros((n_int, A), dtype=np.int64)
+    reach = None
+    if X_q15 is not None:
+        Xq = np.asarray(X_q15, dtype=np.int64)
+        if Xq.ndim != 2 or Xq.shape[1] != A:
+            raise TreegenError(f"quantisation data has shape {Xq.shape}, expected (rows, {A})")
+        X01 = Xq / 32768.0
+        # rows reaching each node in the float tree
+        node_of = np.zeros(Xq.shape[0], dtype=np.int64)
+        reach = {}
+        active = np.arange(Xq.shape[0])
+        while active.size:
+            cur = node_of[active]
+            for k in np.unique(cur):
+                if tree.left[k] != LEAF:
+                    reach[int(k)] = active[cur == k]
+            internal = tree.left[cur] != LEAF
+            active, cur = active[internal], cur[internal]
+            go_left = np.einsum("ij,ij->i", X01[active], tree.weights[cur]) <= tree.threshold[cur]
+            node_of[active] = np.where(go_left, tree.left[cur], tree.right[cur])
+    bound = 0
+    for i, k in enumerate(order):
+        w = W[i]
+        theta = Fraction(float(tree.threshold[k]))
+        m = float(np.abs(w).max())
+        if m == 0.0:
+            threshold[i] = 0 if theta >= 0 else -1
+            continue
+        s = _weight_shift(m)
+        wq = np.rint(np.ldexp(w, s)).astype(np.int64)
+        Wq[i] = wq
+        shift[i] = s
+        bound = max(bound, int(np.abs(wq).sum()) * Q15_MAX)
+        t_exact = theta * (Fraction(2) ** (s + 15))
+        t0 = _floor(t_exact)
+        node_exact = bool(np.array_equal(np.ldexp(w, s), wq.astype(np.float64))) and t_exact.denominator == 1
+        if node_exact:
+            threshold[i] = _clamp_acc(t0)
+            continue
+        exact = False
+        if reach is not None and int(k) in reach:
+            rows = reach[int(k)]
+            acc = Xq[rows] @ wq
+            float_left = (X01[rows] @ w) <= float(tree.threshold[k])
+            t, bad = _fit_threshold(acc, float_left, t0)
+            threshold[i] = _clamp_acc(t)
+            unresolved.update(int(r) for r in rows[bad])
+        else:
+            threshold[i] = _clamp_acc(t0)
+    acc_bits = 32 if bound <= ACC32_LIMIT else 64
+    lim = (1 << (acc_bits - 1))
+    threshold = np.clip(threshold, -lim, lim - 1)
+    return QuantizedTree(A, tree.n_classes, "oblique", feature, Wq, shift, threshold, left, right, root,
+                         acc_bits, exact, sorted(unresolved))
+
+
+Q15_ONE_FR = Fraction(32768)
+
+
+def predict_q15(qt: QuantizedTree, X_q15: np.ndarray) -> np.ndarray:
+    """Class index for every row of Q15 inputs, with exactly the generated C's integer semantics."""
+    Xq = np.asarray(X_q15, dtype=np.int64)
+    if Xq.ndim != 2 or Xq.shape[1] != qt.n_features:
+        raise TreegenError(f"expected rows of {qt.n_features} Q15 features, got shape {Xq.shape}")
+    ref = np.full(Xq.shape[0], qt.root, dtype=np.int64)
+    active = np.flatnonzero(ref >= 0)
+    while active.size:
+        node = ref[active]
+        if qt.kind == "axis":
+            go_left = Xq[active, qt.feature[node]] <= qt.threshold[node]
+        else:
+            acc = np.einsum("ij,ij->i", Xq[active], qt.weights[node])
+            go_left = acc <= qt.threshold[node]
+        ref[active] = np.where(go_left, qt.left[node], qt.right[node])
+        active = active[ref[active] >= 0]
+    return -ref - 1
+
+
+def quantize_model(model, X_q15: np.ndarray | None = None) -> list[QuantizedTree]:
+    """Quantise every tree of a :class:`~treegen.core.model.Model`."""
+    return [quantize_tree(t, X_q15) for t in model.trees]
+
+
+def predict_model_q15(qtrees: list[QuantizedTree], n_classes: int, X_q15: np.ndarray) -> np.ndarray:
+    """Majority vote of quantised trees (ties -> lowest class index), as the generated C does."""
+    if len(qtrees) == 1:
+        return predict_q15(qtrees[0], X_q15)
+    Xq = np.asarray(X_q15, dtype=np.int64)
+    votes = np.zeros((Xq.shape[0], n_classes), dtype=np.int64)
+    rows = np.arange(Xq.shape[0])
+    for qt in qtrees:
+        votes[rows, predict_q15(qt, Xq)] += 1
+    return votes.argmax(axis=1)

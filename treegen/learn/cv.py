@@ -1,0 +1,202 @@
+"""Repeated stratified K-fold cross-validation.
+
+Deterministic for a given ``seed``: the fold assignment of repetition ``r`` comes from
+``numpy.random.Generator(PCG64(seed + r))`` and the estimator of fold ``f`` of repetition ``r`` gets
+the seed :func:`fold_seed` ``(seed, r, f)``, so the result does not depend on ``jobs`` or on the
+joblib backend. Folds run through ``joblib.Parallel(n_jobs=jobs)``; with ``jobs=None`` the number
+of workers and the backend come from ``joblib.parallel_config`` (e.g. a Dask or Ray backend).
+
+Result (accuracy in percent)::
+
+    {"dataset": ..., "algorithm": ..., "params": {...}, "folds_k": K, "repeats": R, "seed": S,
+     "n_rows": ..., "n_features": ..., "n_classes": ...,
+     "accuracy": {"mean": %, "ci95": %}, "leaves": {"mean": n, "ci95": n}, "depth": {...},
+     "folds": [{"repeat", "fold", "accuracy", "leaves", "depth", "train_seconds", "seed",
+                "n_train", "n_test"}, ...]}
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Callable
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from treegen.core.errors import DataError, TreegenError
+from treegen.core.metrics import summary
+from treegen.learn.estimators import ALGORITHMS, make_estimator
+
+
+class EstimatorFactory:
+    """Picklable ``factory(seed) -> unfitted estimator`` for an algorithm name and parameters.
+
+    The estimator class is resolved when the factory is made (in the parent process), and the
+    parameters are validated by building one estimator. ``random_state`` is set per fold.
+    """
+
+    def __init__(self, algorithm: str, params: dict | None = None):
+        params = dict(params or {})
+        params.pop("random_state", None)
+        make_estimator(algorithm, **params)  # raises TreegenError on unknown algorithm / option
+        self.algorithm = algorithm
+        self.cls = ALGORITHMS[algorithm]
+        self.params = params
+
+    def __call__(self, seed: int):
+        return self.cls(**self.params, random_state=seed)
+
+
+def fold_seed(seed: int, repeat: int, fold: int) -> int:
+    """Estimator seed of one fold: a 31-bit integer derived from ``(seed, repeat, fold)``."""
+    state = np.random.SeedSequence([seed, repeat, fold]).generate_state(1, dtype=np.uint32)
+    return int(state[0]) & 0x7FFFFFFF
+
+
+def stratified_fold_ids(y, folds: int, rng: np.random.Generator) -> np.ndarray:
+    """Fold index (0..folds-1) of every row; each class is spread evenly over the folds.
+
+    Classes are visited in sorted order; the members of each class are shuffled and dealt
+    round-robin, continuing where the previous class stopped, so fold sizes differ by at most one.
+    """
+    _, y_idx = np.unique(np.asarray(y), return_inverse=True)
+    y_idx = y_idx.ravel()
+    fold_of = np.empty(y_idx.shape[0], dtype=np.int64)
+    start = 0
+    for c in range(int(y_idx.max()) + 1 if y_idx.size else 0):
+        members = rng.permutation(np.flatnonzero(y_idx == c))
+        fold_of[members] = (start + np.arange(members.shape[0])) % folds
+        start = (start + members.shape[0]) % folds
+    return fold_of
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TreegenError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise TreegenError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray,
+              repeat: int, fold: int, seed: int) -> dict:
+    est = factory(seed)
+    t0 = time.perf_counter()
+    try:
+        est.fit(X[train], y[train])
+    except TreegenError as exc:
+        raise TreegenError(f"repetition {repeat}, fold {fold}: {exc}") from None
+    seconds = time.perf_counter() - t0
+    pred = np.asarray(est.predict(X[test]))
+    acc = 100.0 * float(np.mean(pred == y[test]))
+    tree = est.tree_
+    return {
+        "repeat": repeat, "fold": fold, "accuracy": acc, "leaves": int(tree.n_leaves), "depth": int(tree.depth),
+        "train_seconds": seconds, "seed": seed, "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
+    }
+
+
+def _plain_params(params: dict) -> dict:
+    return {k: v for k, v in params.items()
+            if k not in ("random_state", "callback") and (v is None or isinstance(v, (bool, int, float, str)))}
+
+
+def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, *, folds: int = 5,
+                   repeats: int = 1, seed: int = 0, jobs: int | None = None, dataset: str = "",
+                   on_fold: Callable[[dict], None] | None = None) -> dict:
+    """Repeated stratified K-fold cross-validation of an algorithm.
+
+    Parameters
+    ----------
+    X, y : array-like
+        Raw features ``(n_rows, n_features)`` and labels (any comparable values).
+    algorithm : str or callable
+        An algorithm name from :data:`treegen.learn.estimators.ALGORITHMS` (with ``params``), or a
+        picklable factory ``factory(seed) -> unfitted estimator``; the fitted estimator must have
+        ``predict`` and a ``tree_`` (:class:`treegen.core.tree.Tree`).
+    params : dict
+        Estimator parameters (``random_state`` is ignored: every fold gets :func:`fold_seed`).
+    folds, repeats, seed : int
+        ``2 <= folds <= n_rows``, ``repeats >= 1``, ``seed >= 0``.
+    jobs : int or None
+        ``n_jobs`` of :class:`joblib.Parallel` (None: joblib's configured default).
+    dataset : str
+        Name recorded in the result.
+    on_fold : callable
+        Called in the calling process with each fold's record as it completes (progress bars).
+
+    A class with fewer members than ``folds`` only triggers a :class:`UserWarning` (as in
+    scikit-learn); a training split that ends up with a single class raises :class:`TreegenError`.
+    """
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError("X must be a numeric 2-D array") from None
+    y = np.asarray(y)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise DataError(f"X must be a non-empty 2-D array, got shape {X.shape}")
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise DataError(f"X has {X.shape[0]} rows but y has shape {y.shape}")
+    n = X.shape[0]
+    folds = _check_int("folds", folds, 2)
+    if folds > n:
+        raise TreegenError(f"folds ({folds}) cannot exceed the number of rows ({n})")
+    repeats = _check_int("repeats", repeats, 1)
+    seed = _check_int("seed", seed, 0)
+    if jobs is not None:
+        jobs = _check_int("jobs", jobs, -(2**31))
+        if jobs == 0:
+            raise TreegenError("jobs must not be 0 (use 1 for sequential, -1 for all cores)")
+
+    if isinstance(algorithm, str):
+        factory = EstimatorFactory(algorithm, params)
+        algo_name = algorithm
+        params_used = factory(0).get_params()
+    elif callable(algorithm):
+        factory = algorithm
+        probe = factory(0)
+        algo_name = getattr(probe, "algorithm", None) or type(probe).__name__
+        params_used = dict(params) if params is not None else (
+            probe.get_params() if hasattr(probe, "get_params") else {})
+    else:
+        raise TreegenError(f"algorithm must be a name or an estimator factory, got {algorithm!r}")
+
+    classes, counts = np.unique(y, return_counts=True)
+    if classes.shape[0] < 2:
+        raise DataError(f"data has a single class ({classes[0]!r}); at least two are needed")
+    if counts.min() < folds:
+        warnings.warn(f"the least populated class has only {int(counts.min())} member(s), fewer than "
+                      f"folds={folds}", UserWarning, stacklevel=2)
+
+    tasks = []
+    for r in range(repeats):
+        fold_of = stratified_fold_ids(y, folds, np.random.default_rng(seed + r))
+        for f in range(folds):
+            test = np.flatnonzero(fold_of == f)
+            train = np.flatnonzero(fold_of != f)
+            tasks.append(delayed(_run_fold)(factory, X, y, train, test, r, f, fold_seed(seed, r, f)))
+
+    records = []
+    for rec in Parallel(n_jobs=jobs, return_as="generator")(tasks):
+        records.append(rec)
+        if on_fold is not None:
+            on_fold(rec)
+    records.sort(key=lambda d: (d["repeat"], d["fold"]))
+
+    return {
+        "dataset": dataset,
+        "algorithm": algo_name,
+        "params": _plain_params(params_used),
+        "folds_k": folds,
+        "repeats": repeats,
+        "seed": seed,
+        "n_rows": int(n),
+        "n_features": int(X.shape[1]),
+        "n_classes": int(classes.shape[0]),
+        "accuracy": summary([d["accuracy"] for d in records]),
+        "leaves": summary([d["leaves"] for d in records]),
+        "depth": summary([d["depth"] for d in records]),
+        "train_seconds": float(sum(d["train_seconds"] for d in records)),
+        "folds": records,
+    }
