@@ -198,7 +198,10 @@ def test_eval_with_class_unknown_to_model(tmp_path, model_file, capsys):
 def test_show_text_and_dot(model_file, capsys):
     code, out, err = run(capsys, ["show", model_file])
     assert code == 0 and err == ""
-    assert out.startswith("model: cart") and "len <= " in out and "├── yes:" in out
+    assert out.startswith("model: cart") and "├── yes:" in out
+    assert "raw input units" in out and ("len < " in out or "len >= " in out)   # float data: the raw boundary
+    code, out, err = run(capsys, ["show", model_file, "--units", "normalised"])
+    assert code == 0 and "len <= 0." in out
     code, out, err = run(capsys, ["show", model_file, "--dot"])
     assert code == 0 and out.startswith("digraph treegen {") and out.count("->") == 2
 
@@ -311,7 +314,6 @@ def test_error_unknown_algorithm(toy, tmp_path, capsys):
      "--criterion does not apply to --algo efti"),
     (["cv", "{toy}", "--algo", "efti", "--ccp-alpha", "0.1"], "--ccp-alpha does not apply"),
     (["fit", "{toy}", "--algo", "cart", "--scaling", "q15", "-o", "{tmp}/m.json"], "q15"),
-    ([], "required"),
     (["frobnicate"], "invalid choice"),
     (["show"], "required"),
 ])
@@ -319,6 +321,12 @@ def test_error_bad_options(argv, match, toy, tmp_path, fake_algos, capsys):
     argv = [a.format(toy=toy, tmp=tmp_path) for a in argv]
     assert_user_error(capsys, argv, match)
     assert not (tmp_path / "m.json").exists()
+
+
+def test_bare_treegen_prints_the_overview(capsys):
+    code, out, err = run(capsys, [])
+    assert code == 0 and err == ""
+    assert out.startswith("usage: treegen") and "fit" in out and "hil" in out
 
 
 def test_error_unwritable_outputs(tmp_path, toy, model_file, fake_algos, capsys):

@@ -92,6 +92,16 @@ def test_cli_export_options(tmp_path, model_file, capsys):
     assert code == 0 and "variant scalar" in stdout  # auto: no DSP extension on M3
 
 
+def test_cli_targets_json(tmp_path, capsys):
+    js = tmp_path / "targets.json"
+    code, out, err = run(capsys, ["targets", "--json", js])
+    assert code == 0 and err == ""
+    targets = {t["name"]: t for t in json.loads(js.read_text())["targets"]}
+    assert set(targets) == {line.split()[0] for line in out.splitlines()[1:]}
+    assert targets["qemu-m4"]["emulator"]["machine"] == "mps2-an386" and targets["qemu-m4"]["dsp"] is True
+    assert targets["teensy41"]["ram_kb"] == 512 and "512 KiB RAM1" in targets["teensy41"]["description"]
+
+
 def test_cli_targets(capsys):
     code, out, err = run(capsys, ["targets"])
     assert code == 0 and err == ""

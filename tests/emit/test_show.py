@@ -10,7 +10,8 @@ import pytest
 from treegen.core.model import Model
 from treegen.core.scaling import InputScaling
 from treegen.core.tree import LEAF, Tree
-from treegen.emit.show import format_test, render_dot, render_text, render_tree_text
+from treegen.core.errors import TreegenError
+from treegen.emit.show import format_test, raw_test, render_dot, render_text, render_tree_text
 
 NAMES = ["sepal_len", "sepal_wid", "petal_len", "petal_wid"]
 
@@ -49,7 +50,7 @@ def test_format_test_variants():
 
 
 def test_render_text_structure():
-    text = render_text(small_model())
+    text = render_text(small_model(), units="normalised")
     assert text.startswith("model: efti, 1 tree, 4 leaves, depth 2\n")
     assert "sepal_len, sepal_wid, petal_len, petal_wid" in text
     assert "classes (3): setosa, versicolor, virginica" in text
@@ -85,14 +86,15 @@ def test_render_deep_tree_without_recursion():
         right[node] = node + 2          # next test (or the final leaf)
     tree = Tree(w, thr, left, right, np.zeros(n, dtype=np.int32), np.zeros((n, 2), dtype=np.int64)).validate()
     model = Model([tree], ["x"], [0, 1], q15(1))
-    text = render_text(model)
+    text = render_text(model, units="normalised")
     assert text.count("x <= 0.5") == depth
+    assert render_text(model).count("x <= 16384") == depth        # raw units: 15-bit integers
     dot = render_dot(model)
     assert dot.count("->") == 2 * depth
 
 
 def test_render_dot():
-    dot = render_dot(small_model())
+    dot = render_dot(small_model(), units="normalised")
     assert dot.startswith("digraph treegen {") and dot.rstrip().endswith("}")
     nodes = re.findall(r"^\s+(t0n\d+) \[label=", dot, flags=re.M)
     assert sorted(nodes) == sorted(f"t0n{i}" for i in range(7))
@@ -108,7 +110,7 @@ def test_render_dot_escapes_names():
     tree = small_tree()
     names = ['a"b', "c\\d", "e", "f"]
     model = Model([tree], names, ["x", 'y"z', "w"], q15(4))
-    dot = render_dot(model)
+    dot = render_dot(model, units="normalised")
     assert '0.31*a\\"b' in dot
     assert 'class y\\"z' in dot
     # no unescaped quote inside a label
@@ -127,5 +129,52 @@ def test_render_ensemble():
 
 @pytest.mark.parametrize("digits", [2, 6])
 def test_digits(digits):
-    text = render_text(small_model(), digits=digits)
+    text = render_text(small_model(), digits=digits, units="normalised")
     assert "0.31*sepal_len" in text
+
+
+# ---------------------------------------------------------------------- raw units
+def test_raw_units_of_the_small_tree():
+    body = render_text(small_model()).split("\n\n", 1)[1].splitlines()
+    # q15 data: x = r / 32768, so 0.31*x0 - 0.2*x3 <= 0.113 is r0 - 0.6452*r3 <= 0.113*32768/0.31
+    assert body[0] == "sepal_len - 0.6452*petal_wid <= 1.194e+04  (n=25)"
+    assert body[1] == "├── yes: petal_len <= 14745  (n=15)"           # floor(0.45 * 32768)
+    assert body[4] == "└── no:  sepal_wid >= -8192  (n=10)"           # x >= -0.25
+    assert "tests in raw input units" in render_text(small_model())
+
+
+def test_raw_axis_boundary_is_exact_for_every_raw_value():
+    """Minmax scaling: the shown boundary b separates the raw values whose Q15 value passes the
+    test from those that fail it (every float64 on a fine sweep and both neighbours of b)."""
+    scaling = InputScaling.fit(np.array([[-3.0], [7.5]]), "minmax")
+    for thr, w in ((0.3, 1.0), (0.61, 2.0), (-0.2, -1.0), (0.7, -0.5)):
+        text = raw_test(np.array([w]), thr, scaling, ["r"], digits=17)
+        op, b = text.split()[1], float(text.split()[2])
+        r = np.concatenate([np.linspace(-4, 9, 20001), [b, np.nextafter(b, -np.inf), np.nextafter(b, np.inf)]])
+        x = scaling.transform(r[:, None])[:, 0]
+        holds = w * x <= thr
+        shown = r < b if op == "<" else r >= b
+        at_b = np.isclose(r, b, rtol=0, atol=1e-9)     # the boundary itself follows round-half-even
+        assert np.array_equal(holds[~at_b], shown[~at_b]), (thr, w, text)
+
+
+def test_raw_oblique_is_the_same_half_plane():
+    rng = np.random.default_rng(3)
+    scaling = InputScaling.fit(rng.uniform([-100, 0, 5], [100, 1e-3, 6], size=(50, 3)), "minmax")
+    w, thr = np.array([0.4, -0.7, 0.2]), 0.05
+    text = raw_test(w, thr, scaling, ["a", "b", "c"], digits=17)
+    lhs, rhs = text.split(" <= ")
+    coef = {n: 0.0 for n in "abc"}
+    for term in lhs.replace(" - ", " + -").split(" + "):
+        c, _, name = term.rpartition("*")
+        coef[name.lstrip("-")] = (-1.0 if term.startswith("-") and not c else 1.0) if not c else float(c)
+    r = rng.uniform([-100, 0, 5], [100, 1e-3, 6], size=(5000, 3))
+    x_float = (r - scaling.offset) * scaling.scale                 # before the Q15 snap
+    shown = r @ np.array([coef["a"], coef["b"], coef["c"]]) <= float(rhs)
+    margin = np.abs(x_float @ w - thr) > 1e-9
+    assert np.array_equal((x_float @ w <= thr)[margin], shown[margin])
+
+
+def test_unknown_units():
+    with pytest.raises(TreegenError, match="unknown units"):
+        render_text(small_model(), units="furlongs")

@@ -46,6 +46,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("targets", help="list the targets code can be exported for")
+    p.add_argument("--json", metavar="FILE", help="also write the targets (every field of targets/*.toml) as JSON")
     p.set_defaults(func=cmd_targets)
 
 
@@ -107,11 +108,14 @@ def cmd_export(args) -> int:
 
 
 def cmd_targets(args) -> int:
+    check_output(args.json, "JSON file")
+    targets = all_targets()
     rows = [["name", "kind", "core", "FPU", "DSP", "flash", "RAM", "description"]]
-    for t in all_targets():
+    for t in targets:
         rows.append([t.name, t.kind, t.core, "yes" if t.fpu else "no", "yes" if t.dsp else "no",
                      f"{t.flash_kb} KiB", f"{t.ram_kb} KiB", t.description])
     print(table(rows, align_left=8))
+    write_json(args.json, {"command": "targets", "targets": [t.to_dict() for t in targets]})
     return 0
 
 

@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Decision trees for microcontrollers: induce, evaluate, inspect.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in (models, export, firmware, hil):    # the order of 'treegen --help'
         group.register(sub)
     return parser
@@ -55,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            if args.command is None:                 # bare 'treegen': the overview, not an error
+                parser.print_help()
+                return 0
             return int(args.func(args) or 0)
     except TreegenError as exc:
         if isinstance(exc, HilFailed):

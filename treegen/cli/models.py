@@ -20,6 +20,7 @@ from treegen.core.output import check_output, write_json, write_text
 from treegen.core.progress import enabled as progress_enabled
 from treegen.core.progress import progress_bar
 from treegen.core.scaling import METHODS as SCALING_METHODS
+from treegen.emit.show import UNITS as SHOW_UNITS
 from treegen.emit.show import render_dot, render_text
 from treegen.learn.cv import cross_validate
 from treegen.learn.estimators import ALGORITHMS, make_estimator
@@ -122,6 +123,9 @@ def register(sub) -> None:
     p = sub.add_parser("show", help="print a model's tree")
     p.add_argument("model", metavar="MODEL", help="model file")
     p.add_argument("--dot", action="store_true", help="Graphviz DOT instead of text")
+    p.add_argument("--units", choices=SHOW_UNITS, default="raw",
+                   help="tests in raw input units (as the data file) or in the normalised units the tree "
+                        "computes with (default raw)")
     p.set_defaults(func=cmd_show)
 
 
@@ -278,7 +282,7 @@ def cmd_cv(args) -> int:
 
 def cmd_show(args) -> int:
     model = load(args.model)
-    sys.stdout.write(render_dot(model) if args.dot else render_text(model))
+    sys.stdout.write(render_dot(model, units=args.units) if args.dot else render_text(model, units=args.units))
     return 0
 
 

@@ -46,6 +46,12 @@ class Target:
     cflags: tuple
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
+    def to_dict(self) -> dict:
+        """Every field of the target's TOML file (the extra tables included), JSON-ready."""
+        d = {k: getattr(self, k) for k in ("name", "description", "kind", "core", "fpu", "dsp", "flash_kb",
+                                             "ram_kb", "clock_hz", "cc")}
+        return {**d, "cflags": list(self.cflags), **self.extra}
+
     @property
     def flash_bytes(self) -> int:
         return self.flash_kb * 1024
