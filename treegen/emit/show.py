@@ -171,7 +171,7 @@ def render_dot(model: Model, digits: int = 4, units: str = "raw") -> str:
         '  node [shape=box, style="rounded", fontname="Helvetica"];',
         '  edge [fontname="Helvetica"];',
     ]
-    names, classes = model.feature_names, model.classes
+    classes = model.classes
     for k, tree in enumerate(model.trees):
         indent = "  "
         if len(model.trees) > 1:
