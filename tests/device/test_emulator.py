@@ -172,7 +172,7 @@ def test_link_and_sizes(firmware):
         symbols = {line.split()[-1]: line.split()[0] for line in out.splitlines() if len(line.split()) == 3}
         assert int(symbols["tg_vector_table"], 16) == 0, target
         assert int(symbols["_estack"], 16) == 0x20000000 + 4096 * 1024, target   # ram_kb: mps.ssram23, 4 MiB
-        assert "UART0RX_Handler" in symbols
+        assert "IRQ0_Handler" in symbols   # UART0 RX on mps2 (tg_port_cmsdk_uart.c)
 
 
 # ---------------------------------------------------------------------- QemuBoard
