@@ -41,7 +41,7 @@ def _add_firmware_options(p: argparse.ArgumentParser) -> None:
                    help="PlatformIO project directory (default: build/<model>-<target>)")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
-                   help="oblique multiply-accumulate: scalar, dsp or auto (default auto)")
+                   help="oblique multiply-accumulate: scalar, dsp, mve or auto (default auto)")
     g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
     g.add_argument("--train", action="store_true",
                    help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
