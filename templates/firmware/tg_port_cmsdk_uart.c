@@ -178,7 +178,7 @@ static void tg_calibrate(void)
     uint32_t t2;
     uint32_t ticks;
     uint32_t ratio;
-    uint64_t calib_q8 = (uint64_t)TG_CALIB_INSNS << 8;
+    uint64_t calib_q8 = (uint64_t)TG_CALIB_INSNS << 8;     /* 2^29 */
     uint64_t have;
     uint64_t err;
 
@@ -200,7 +200,8 @@ static void tg_calibrate(void)
         tg_counter_unit = 0u;
         return;
     }
-    ratio = (uint32_t)((calib_q8 + ticks / 2u) / ticks);
+    /* 32-bit division (2^29 + ticks / 2 < 2^32): no 64-bit division routine pulled in */
+    ratio = (((uint32_t)TG_CALIB_INSNS << 8) + ticks / 2u) / ticks;
     have = (uint64_t)ticks * ratio;
     err = (have > calib_q8) ? have - calib_q8 : calib_q8 - have;
     if (err > 2u * (uint64_t)ratio) {
