@@ -122,7 +122,7 @@ def write_build_files(out_dir, target, *, model_hash: str = "-", layout: str = "
     t = _target(target)
     if t.kind not in ("emulated", "board"):
         raise TreegenError(f"target {t.name!r} (kind {t.kind!r}) is not built with PlatformIO; "
-                           "use an emulated target (qemu-m3, qemu-m4, qemu-m7) or a board")
+                           "use an emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board")
     out = Path(out_dir)
     _check_project_dir(out)
     out.mkdir(parents=True, exist_ok=True)
