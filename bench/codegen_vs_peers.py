@@ -1,17 +1,18 @@
-"""treegen's generated C beside emlearn and m2cgen, for the same scikit-learn trees, on a Cortex-M4.
+"""treegen's generated C beside emlearn and m2cgen, for the same scikit-learn trees, on Cortex-M4/M33/M55.
 
 Usage::
 
     pip install -e '.[peers]'            # emlearn 0.23.2, m2cgen 0.10.0
     python bench/codegen_vs_peers.py [--datasets breast_cancer,bcw,ttt,pid] [--base-rows 8]
+                                     [--targets qemu-m4,qemu-m33,qemu-m55]
                                      [--out bench/results/codegen_vs_peers] [--keep DIR]
 
 For every dataset one ``sklearn.tree.DecisionTreeClassifier(random_state=0)`` (gini, fully grown)
 is fitted on all rows: scikit-learn's ``breast_cancer`` (float data) and the shared ``bcw``, ``ttt``,
 ``pid`` (integers 0..32767). Each tree is turned into C by
 
-- treegen (``treegen.importers.sklearn.from_sklearn`` + ``treegen.emit.export.export_model``, target
-  cortex-m4): layouts ``table`` / ``unrolled`` x dtypes ``q15`` (``tg_<n>_predict_q15``, int16 Q15
+- treegen (``treegen.importers.sklearn.from_sklearn`` + ``treegen.emit.export.export_model``, the
+  generic target of the board's core: cortex-m4 / cortex-m33 / cortex-m55, variant auto): layouts ``table`` / ``unrolled`` x dtypes ``q15`` (``tg_<n>_predict_q15``, int16 Q15
   input scaled on the host) / ``f32`` (``tg_<n>_predict_f32``, raw float input); plus ``unrolled q15``
   through ``tg_<n>_predict`` (raw float input, Q15 scaling on the device);
 - emlearn 0.23.2 ``method="inline"`` with ``dtype="int16_t"`` (input: raw values cast to int16_t, as
@@ -34,9 +35,14 @@ Measured, never asserted:
   model's code and tables and any library helpers it pulls in (soft-float double routines for
   m2cgen). Alignment padding is left out: the raw image delta (JSON ``flash_image_delta_bytes``)
   moves by up to ~60 bytes with the placement of a 64-byte-aligned newlib routine.
-- instructions per inference on QEMU ``mps2-an386`` (Cortex-M4) with ``-icount shift=0`` and SysTick
-  on the CPU clock (bench/qemu): mean over the training rows, each predicted once, net of the
-  empty-call loop (the call of the model function itself is included).
+- instructions per inference on QEMU ``mps2-an386`` (Cortex-M4), ``mps2-an505`` (Cortex-M33) and
+  ``mps3-an547`` (Cortex-M55) -- the ``--targets`` -- with ``-icount shift=0`` and SysTick on the CPU
+  clock (bench/qemu; 40 / 50 / 31.25 instructions per tick): mean over the training rows, each
+  predicted once, net of the empty-call loop (the call of the model function itself is included).
+  Flash and agreement are measured on every board too (each core's own flags). The first target's
+  figures are the main table (JSON ``results``), the others follow (JSON ``targets``).
+  These trees are axis-parallel: no multiply-accumulate, so the DSP/MVE variants do not apply
+  (bench/hil_bench.py compares scalar/DSP/MVE on oblique EFTI trees).
 
 Writes ``OUT.md`` and ``OUT.json``.
 """
@@ -139,14 +145,15 @@ def write_rows(path: Path, kind: str, values: np.ndarray) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def generate(impl: str, clf, model, name: str, n_features: int, out: Path) -> tuple[list[Path], str]:
+def generate(impl: str, clf, model, name: str, n_features: int, out: Path,
+             target: str = TARGET) -> tuple[list[Path], str]:
     """Write the model's C into ``out``; return (sources, bench_config.h text)."""
     out.mkdir(parents=True, exist_ok=True)
     if impl.startswith("treegen"):
         from treegen.emit.export import export_model
 
         _, layout, dtype = impl.split("-")[:3]
-        export_model(model, out, target=TARGET, layout=layout, dtype=dtype, name=name, measure=False)
+        export_model(model, out, target=target, layout=layout, dtype=dtype, name=name, measure=False)
         (out / "main.c").unlink(missing_ok=True)
         fn = {"q15": f"tg_{name}_predict_q15", "f32": f"tg_{name}_predict_f32"}[dtype]
         if impl.endswith("-raw"):
@@ -185,20 +192,24 @@ def generate(impl: str, clf, model, name: str, n_features: int, out: Path) -> tu
 
 
 # ---------------------------------------------------------------------------------------------- measure
-def measure(impl: str, kind: str, clf, model, name: str, X: np.ndarray, T: np.ndarray, work: Path) -> dict:
+def measure(impl: str, kind: str, clf, model, name: str, X: np.ndarray, T: np.ndarray, work: Path,
+            board: "harness.Board" = harness.M4) -> dict:
+    from treegen.core import targets
+
     d = work / impl
-    sources, config = generate(impl, clf, model, name, X.shape[1], d)
+    sources, config = generate(impl, clf, model, name, X.shape[1], d, target=targets.get(board.name).core)
     (d / "bench_config.h").write_text(config)
     inc = [d]
 
     # flash: what the model adds to a program (model build vs stub build, same driver)
     elf_model = harness.build([harness.HERE / "driver_size.c", *sources], d / "size_model.elf", opt=OPT,
-                              include_dirs=inc)
+                              include_dirs=inc, board=board)
     elf_stub = harness.build([harness.HERE / "driver_size.c"], d / "size_stub.elf", opt=OPT, include_dirs=inc,
-                             defines=["TG_STUB"])
+                             defines=["TG_STUB"], board=board)
     own = set()
     for src in sources:
-        own |= harness.object_symbols(harness.compile_object(src, d / (src.stem + ".o"), opt=OPT, include_dirs=inc))
+        own |= harness.object_symbols(harness.compile_object(src, d / (src.stem + ".o"), opt=OPT, include_dirs=inc,
+                                                             board=board))
     syms, stub_syms = harness.symbol_sizes(elf_model), harness.symbol_sizes(elf_stub)
     added = {s: n for s, n in syms.items() if n > stub_syms.get(s, 0)}
     helpers = sorted(s for s in added if s not in own)
@@ -211,8 +222,8 @@ def measure(impl: str, kind: str, clf, model, name: str, X: np.ndarray, T: np.nd
     for rows_name, rows, timed in (("train", X, True), ("threshold", T, False)):
         write_rows(d / "bench_rows.h", kind, inputs_for(kind, rows, model))
         elf = harness.build([harness.HERE / "driver_predict.c", *sources], d / f"run_{rows_name}.elf", opt=OPT,
-                            include_dirs=inc, defines=[f"TG_TIME={int(timed)}"])
-        res = harness.run(elf, timeout=300)
+                            include_dirs=inc, defines=[f"TG_TIME={int(timed)}"], board=board)
+        res = harness.run(elf, timeout=300, board=board)
         pred = np.array(res.predictions)
         expect = np.searchsorted(clf.classes_, clf.predict(rows))
         if pred.shape != expect.shape:
@@ -234,10 +245,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=DEFAULT_DATASETS)
     ap.add_argument("--base-rows", type=int, default=8, help="training rows per threshold side (threshold rows)")
+    ap.add_argument("--targets", default="qemu-m4,qemu-m33,qemu-m55",
+                    help="emulated boards (treegen targets) to measure on; the first gives the main table")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "codegen_vs_peers"))
     ap.add_argument("--keep", default=None, help="keep the generated C and ELF files in this directory")
     args = ap.parse_args(argv)
     harness.require_tools()
+    boards = [harness.board(t) for t in args.targets.split(",")]
     try:
         import emlearn  # noqa: F401
         import m2cgen  # noqa: F401
@@ -259,8 +273,10 @@ def main(argv=None) -> int:
         "command": command.strip(),
         "tree": f"sklearn.tree.DecisionTreeClassifier({', '.join(f'{k}={v!r}' for k, v in TREE_PARAMS.items())}), "
                 "fitted on all rows",
-        "board": f"qemu-system-arm -M {harness.BOARD} {' '.join(harness.QEMU_ICOUNT)}",
-        "cflags": " ".join([*harness.CPU_FLAGS_M4, OPT, *harness.COMMON_FLAGS, "-Wl,--gc-sections"]),
+        "board": f"qemu-system-arm -M {boards[0].machine} {' '.join(harness.QEMU_ICOUNT)}",
+        "cflags": " ".join([*boards[0].cpu_flags, OPT, *harness.COMMON_FLAGS, "-Wl,--gc-sections"]),
+        "boards": {b.name: {"machine": b.machine, "cflags": " ".join([*b.cpu_flags, OPT]),
+                            "instructions_per_tick": b.insns_per_tick} for b in boards},
         "versions": {
             "python": platform.python_version(), "scikit-learn": sklearn.__version__,
             "emlearn": version("emlearn"), "m2cgen": version("m2cgen"), "treegen": version("treegen"),
@@ -277,13 +293,20 @@ def main(argv=None) -> int:
                  "leaves": int(clf.get_n_leaves()), "depth": int(clf.get_depth()), "threshold_rows": int(T.shape[0]),
                  "integer_data": integer, "treegen_scaling": model.scaling.method,
                  "treegen_unresolved_thresholds": model.metadata["unresolved_thresholds"], "results": {}}
-        for impl, label, kind in IMPLEMENTATIONS:
-            r = measure(impl, kind, clf, model, ds, X, T, work / ds)
-            r["label"] = label
-            entry["results"][impl] = r
-            print(f"{ds:14s} {impl:26s} flash {r['flash_bytes']:6d} B  instr {r['instructions_per_inference']:8.1f}  "
-                  f"agree train {r['agree_train_pct']:6.2f} %  threshold {r['agree_threshold_pct']:6.2f} %",
-                  file=sys.stderr)
+        entry["targets"] = {}
+        for b in boards:
+            results = {}
+            for impl, label, kind in IMPLEMENTATIONS:
+                r = measure(impl, kind, clf, model, ds, X, T, work / ds / b.name, board=b)
+                r["label"] = label
+                results[impl] = r
+                print(f"{ds:14s} {b.name:9s} {impl:26s} flash {r['flash_bytes']:6d} B  "
+                      f"instr {r['instructions_per_inference']:8.1f}  agree train {r['agree_train_pct']:6.2f} %  "
+                      f"threshold {r['agree_threshold_pct']:6.2f} %", file=sys.stderr)
+            if b is boards[0]:
+                entry["results"] = results
+            else:
+                entry["targets"][b.name] = results
         report["datasets"][ds] = entry
     report["seconds"] = round(time.time() - t_start, 1)
     if work_ctx:
@@ -301,7 +324,7 @@ def main(argv=None) -> int:
 def render_markdown(report: dict) -> str:
     v = report["versions"]
     lines = [
-        "# Generated C for the same scikit-learn trees: treegen vs emlearn vs m2cgen (Cortex-M4)",
+        "# Generated C for the same scikit-learn trees: treegen vs emlearn vs m2cgen (Cortex-M4, M33, M55)",
         "",
         f"Command: `{report['command']}`",
         "",
@@ -332,6 +355,26 @@ def render_markdown(report: dict) -> str:
             lines.append(f"| {r['label']} | {r['flash_bytes']} ({r['flash_symbols_bytes']}) | "
                          f"{r['instructions_per_inference']:.1f} | {r['agree_train_pct']:.2f} | "
                          f"{r['agree_threshold_pct']:.2f} |")
+        lines.append("")
+    others = sorted({t for e in report["datasets"].values() for t in e.get("targets", {})})
+    if others:
+        boards = report.get("boards", {})
+        names = ", ".join(f"{t} ({boards.get(t, {}).get('machine', '?')})" for t in others)
+        lines += [f"## Other cores: {names}", "",
+                  "Same trees and implementations, each core's own flags ("
+                  + "; ".join(f"{t}: `{boards[t]['cflags']}`" for t in others if t in boards)
+                  + "); instructions per inference, flash bytes in brackets, agreement on training / threshold "
+                  "rows.", "",
+                  "| dataset | implementation | " + " | ".join(others) + " |",
+                  "|---|---|" + "---:|" * len(others)]
+        for ds, e in report["datasets"].items():
+            for impl, r0 in e["results"].items():
+                cells = []
+                for t in others:
+                    r = e.get("targets", {}).get(t, {}).get(impl)
+                    cells.append("-" if r is None else f"{r['instructions_per_inference']:.1f} ({r['flash_bytes']}); "
+                                 f"{r['agree_train_pct']:.2f} / {r['agree_threshold_pct']:.2f} %")
+                lines.append(f"| {ds} | {r0['label']} | " + " | ".join(cells) + " |")
         lines.append("")
     lines.append(f"Total run time {report['seconds']} s.")
     return "\n".join(lines) + "\n"

@@ -1,15 +1,16 @@
 """Hardware-in-the-loop figures on the emulated boards: UART throughput, firmware size, instructions
-per inference on Cortex-M3/M4/M7 (scalar vs DSP multiply-accumulate) for EFTI trees.
+per inference on Cortex-M3/M4/M7/M33/M55 (scalar vs DSP vs MVE multiply-accumulate) for EFTI trees.
 
 Usage::
 
-    python bench/hil_bench.py [--datasets veh,seg,pid] [--targets qemu-m3,qemu-m4,qemu-m7]
+    python bench/hil_bench.py [--datasets veh,seg,pid] [--targets qemu-m3,qemu-m4,qemu-m7,qemu-m33,qemu-m55]
                               [--layouts table,unrolled] [--iters 20000] [--seed 1]
                               [--bench-iters 10000] [--out bench/results/hil_bench] [--keep DIR]
 
 For every dataset one EFTI tree is fitted on all rows (``max_iter`` = ``--iters``, ``random_state``
 = ``--seed``, other parameters default). For every target, layout and variant (M3: scalar only, it
-has no DSP extension; M4 and M7: scalar and dsp) the firmware harness is built offline with
+has no DSP extension; M4, M7 and M33: scalar and dsp; M55: scalar, dsp and mve -- Helium) the
+firmware harness is built offline with
 PlatformIO (treegen.device.hil.build_firmware) and run in QEMU (``-icount shift=0,align=off,sleep=off``),
 then measured over the serial protocol (treegen.device.hil), never asserted:
 
@@ -24,10 +25,11 @@ then measured over the serial protocol (treegen.device.hil), never asserted:
   distinct path through the quantised tree, weighted by the number of rows taking that path -- the
   exact mean over the dataset's rows (the instruction count depends only on the path), plus the
   cheapest and the dearest path. SysTick counts one tick per 40 instructions on the mps2 boards
-  under ``-icount shift=0`` (25 MHz clock, 1 ns per instruction); the firmware measures that ratio
-  at start-up against a loop of exactly 2^21 instructions (the cmsdk_uart port's tg_calibrate(), as
-  bench/qemu does) and reports instructions, with a resolution of 40 instructions per timing chunk
-  (about 14 chunks for 10000 calls: +-0.06 instructions per call). The figure includes the
+  under ``-icount shift=0`` (25 MHz clock, 1 ns per instruction; 50 on AN505 at 20 MHz, 31.25 on
+  AN547 at 32 MHz); the firmware measures that ratio at start-up against a loop of exactly 2^21
+  instructions (the cmsdk_uart port's tg_calibrate(), as bench/qemu does) and reports
+  instructions, with a resolution of one tick per timing chunk (about 14 chunks for 10000 calls:
+  +-0.06 instructions per call at 40). The figure includes the
   benchmark loop (docs/protocol.md: nothing is subtracted): 7 instructions per call in these
   builds (cmp, bne, ldr row pointer, bl, adds, str class, b) besides the model function itself.
 
@@ -141,7 +143,7 @@ def measure(model, ds_name: str, X_raw, labels, target: str, layout: str, varian
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", default="veh,seg,pid")
-    p.add_argument("--targets", default="qemu-m3,qemu-m4,qemu-m7")
+    p.add_argument("--targets", default="qemu-m3,qemu-m4,qemu-m7,qemu-m33,qemu-m55")
     p.add_argument("--layouts", default="table,unrolled")
     p.add_argument("--iters", type=int, default=20000, help="EFTI iterations (default 20000)")
     p.add_argument("--seed", type=int, default=1)
@@ -169,7 +171,8 @@ def main(argv=None) -> int:
             print(f"{ds_name}: {est.tree_.n_leaves} leaves, depth {est.tree_.depth}, sha256 {model.hash()[:16]}",
                   file=sys.stderr)
             for target in args.targets.split(","):
-                variants = ["scalar", "dsp"] if tg_targets.get(target).dsp else ["scalar"]
+                tgt = tg_targets.get(target)
+                variants = ["scalar"] + (["dsp"] if tgt.dsp else []) + (["mve"] if tgt.mve else [])
                 for layout in args.layouts.split(","):
                     for variant in variants:
                         r = measure(model, ds_name, ds.X, ds.labels, target, layout, variant, work,
@@ -197,7 +200,7 @@ def main(argv=None) -> int:
 def render_md(doc: dict) -> str:
     env = doc["environment"]
     lines = [
-        "# HIL bench: emulated Cortex-M3/M4/M7 over the serial protocol",
+        "# HIL bench: emulated Cortex-M3/M4/M7/M33/M55 over the serial protocol",
         "",
         f"Command: `{doc['command']}`  ",
         f"treegen {env['treegen']} (commit {env['commit']}), Python {env['python']}, {env['qemu']}, "
@@ -209,11 +212,12 @@ def render_md(doc: dict) -> str:
         "",
         "- *insn/inference*: BENCH instructions per call, exact mean over the dataset's rows (one BENCH per "
         "distinct path, weighted by its rows), with the cheapest and dearest path. SysTick ticks once per 40 "
-        "instructions here; the firmware calibrates that ratio at start-up against a loop of 2^21 "
+        "instructions on the mps2 boards (M3/M4/M7), 50 on AN505 (M33), 31.25 on AN547 (M55); the firmware "
+        "calibrates that ratio at start-up against a loop of 2^21 "
         f"instructions. Includes the benchmark loop ({doc['loop_instructions_per_call']} instructions per call "
         "besides the model function).",
         "  These are instructions, not cycles: QEMU models no pipeline, so M4 and M7 give the same count for "
-        "the same code (M3 lacks the DSP extension: scalar only).",
+        "the same code (M3 lacks the DSP extension: scalar only; only the M55 has Helium, variant mve).",
         "- *rows/s*: PREDICT throughput over QEMU's socket UART, wall clock (a QEMU property, ~1 byte per "
         "main-loop pass; on a shared host it varies up to 3x between rows and runs with the host's load, "
         "not with the core).",
@@ -245,6 +249,23 @@ def render_md(doc: dict) -> str:
     if pairs:
         lines += ["", "DSP (`__SMLAD`/`__SMLALD`) vs scalar multiply-accumulate, mean instructions per inference:", "",
                   "| dataset | target | layout | scalar | dsp | scalar/dsp |", "|---|---|---|---|---|---|", *pairs]
+    # MVE vs DSP vs scalar summary (M55)
+    trios = []
+    for r in doc["results"]:
+        if r["variant"] != "mve":
+            continue
+        same = {x["variant"]: x for x in doc["results"]
+                if (x["dataset"], x["target"], x["layout"]) == (r["dataset"], r["target"], r["layout"])}
+        if "dsp" in same and "scalar" in same:
+            d, sc = same["dsp"]["insn_per_inference_mean"], same["scalar"]["insn_per_inference_mean"]
+            m = r["insn_per_inference_mean"]
+            trios.append(f"| {r['dataset']} ({doc['models'][r['dataset']]['features']} attributes) | {r['target']} | "
+                         f"{r['layout']} | {sc:.1f} | {d:.1f} | {m:.1f} | {m / d:.2f}x |")
+    if trios:
+        lines += ["", "MVE (Helium `VMLADAVA`/`VMLALDAVA`, 8 lanes) vs DSP vs scalar on the same tree and core, mean "
+                  "instructions per inference:", "",
+                  "| dataset | target | layout | scalar | dsp | mve | mve/dsp |", "|---|---|---|---|---|---|---|",
+                  *trios]
     lines += ["", "Models:", "", "| dataset | rows | features | leaves | depth | train accuracy % | sha256 |",
               "|---|---|---|---|---|---|---|"]
     for name, m in doc["models"].items():

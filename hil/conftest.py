@@ -2,8 +2,12 @@
 
 Options (``pytest hil --help``, group "hil"):
 
-``--hil-target T``   target(s) to test (repeat or comma-separate); default: native, qemu-m3, qemu-m4
-                     and qemu-m7, each test parametrised over them.
+``--hil-target T``   target(s) to test (repeat or comma-separate); default: native, qemu-m3, qemu-m4,
+                     qemu-m7, qemu-m33 and qemu-m55, each test parametrised over them. In the default
+                     run the newer cores (qemu-m33, qemu-m55) get the core device checks
+                     (test_device.py) and the variant comparison on the first case only (EFTI on
+                     veh, an 18-attribute oblique tree), to keep CI time in check; naming them
+                     with --hil-target runs the whole suite there.
 ``--hil-port URL``   test the device already running at this serial port / pyserial URL (a real
                      board flashed with ``treegen flash``, or ``socket://...`` of ``treegen flash``
                      for an emulated target); needs exactly one ``--hil-target``. Nothing is built.
@@ -34,7 +38,11 @@ from treegen.device.protocol import CounterUnit, DeviceClient
 
 from . import models as hil_models
 
-DEFAULT_TARGETS = ("native", "qemu-m3", "qemu-m4", "qemu-m7")
+DEFAULT_TARGETS = ("native", "qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55")
+#: default targets that run only the core device checks (+ test_variants.py) on the first case
+#: (EFTI on veh: an 18-attribute oblique tree) unless named with --hil-target
+CORE_ONLY_TARGETS = ("qemu-m33", "qemu-m55")
+CORE_ONLY_MODULES = ("test_device.py", "test_variants.py")
 TOOLS = {"emulated": ("arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-arm"), "host": ("cc",)}
 
 
@@ -42,7 +50,8 @@ TOOLS = {"emulated": ("arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-ar
 def pytest_addoption(parser):
     g = parser.getgroup("hil", "treegen hardware in the loop (hil/)")
     g.addoption("--hil-target", action="append", default=None, metavar="T",
-                help="target(s) to test, repeatable or comma-separated (default: native, qemu-m3, qemu-m4, qemu-m7)")
+                help="target(s) to test, repeatable or comma-separated (default: native, qemu-m3, qemu-m4, qemu-m7, "
+                     "qemu-m33, qemu-m55)")
     g.addoption("--hil-port", default=None, metavar="URL",
                 help="use the device running at this port/URL (e.g. /dev/ttyACM0); needs one --hil-target")
     g.addoption("--hil-model", default=None, metavar="FILE",
@@ -59,6 +68,7 @@ class HilOptions:
     model: str | None
     data: str | None
     timeout: float
+    default_targets: bool = False      # no --hil-target given: CORE_ONLY_TARGETS run the core checks
 
     @property
     def port_mode(self) -> bool:
@@ -82,7 +92,7 @@ def _options(config) -> HilOptions:
     if config.getoption("--hil-data") and not config.getoption("--hil-model"):
         raise pytest.UsageError("--hil-data needs --hil-model")
     opts = HilOptions(targets, port, config.getoption("--hil-model"), config.getoption("--hil-data"),
-                      float(config.getoption("--hil-timeout")))
+                      float(config.getoption("--hil-timeout")), default_targets=not raw)
     config._hil_options = opts
     return opts
 
@@ -127,6 +137,10 @@ def pytest_collection_modifyitems(config, items):
         params = getattr(item, "callspec", None)
         params = params.params if params is not None else {}
         ok = True
+        opts = _options(config)
+        if opts.default_targets and params.get("hil_target") in CORE_ONLY_TARGETS:
+            if Path(item.path).name not in CORE_ONLY_MODULES or params.get("case_name") != _case_names(opts)[0]:
+                ok = False
         if marker is not None:
             opts = _options(config)
             kw = marker.kwargs

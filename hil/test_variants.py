@@ -1,6 +1,8 @@
-"""DSP vs scalar multiply-accumulate on the emulated Cortex-M4 (mps2-an386, which executes SMLAD):
-both firmwares give identical predictions on every row (equal to the fixed-point model) and sane
-instruction counts. EFTI (oblique) models only; needs the suite to build (not with --hil-port)."""
+"""Multiply-accumulate variants on the emulated cores that execute them: scalar vs DSP (SMLAD) on the
+Cortex-M4 (mps2-an386), scalar vs DSP vs MVE (Helium VMLADAVA) on the Cortex-M55 (mps3-an547). Every
+firmware gives identical predictions on every row (equal to the fixed-point model) and sane
+instruction counts (recorded per variant). EFTI (oblique) models only; needs the suite to build
+(not with --hil-port)."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ from treegen.device.protocol import CounterUnit
 
 from .conftest import open_client, start_device
 
-pytestmark = [pytest.mark.hil, pytest.mark.hil_only(targets=("qemu-m4",), algos=("efti",), build=True)]
+pytestmark = [pytest.mark.hil, pytest.mark.hil_only(targets=("qemu-m4", "qemu-m55"), algos=("efti",), build=True)]
 
 
-def test_dsp_and_scalar_variants_agree(target, case, firmwares, hil_options, request, record_property):
+def test_mac_variants_agree(target, case, firmwares, hil_options, request, record_property):
     ref = case.ref
     results = {}
-    for variant in ("scalar", "dsp"):
+    variants = ("scalar", "dsp", "mve") if target.mve else ("scalar", "dsp")
+    for variant in variants:
         fw = firmwares.get(target, case, variant=variant)
         assert fw.variant == variant
         with start_device(target, fw, None) as dev:
@@ -38,8 +41,11 @@ def test_dsp_and_scalar_variants_agree(target, case, firmwares, hil_options, req
         results[variant] = (got, float(np.mean(per_call)), fw.flash_bytes)
         record_property(f"{variant}_insn_per_inference", round(float(np.mean(per_call)), 2))
         record_property(f"{variant}_flash_bytes", fw.flash_bytes)
-    scalar, dsp = results["scalar"][0], results["dsp"][0]
-    assert np.array_equal(scalar, dsp), f"{int(np.count_nonzero(scalar != dsp))} rows differ between scalar and dsp"
-    assert np.array_equal(dsp, ref.fixed), f"{int(np.count_nonzero(dsp != ref.fixed))} rows differ from the model"
+    scalar = results["scalar"][0]
+    for variant in variants[1:]:
+        got = results[variant][0]
+        assert np.array_equal(scalar, got), \
+            f"{int(np.count_nonzero(scalar != got))} rows differ between scalar and {variant}"
+    assert np.array_equal(scalar, ref.fixed), f"{int(np.count_nonzero(scalar != ref.fixed))} rows differ from the model"
     for variant, (_, insn, _) in results.items():
         assert 10 < insn < 100_000, (variant, insn)

@@ -18,8 +18,9 @@ from treegen.emit.export import STRICT_CFLAGS
 
 DRIVER = Path(__file__).resolve().parent / "c" / "tg_driver.c"
 Q15_MAX = 32767
-ARM_CPUS = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7")
-DSP_CPUS = ("cortex-m4", "cortex-m7")
+ARM_CPUS = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+MVE_CPUS = ("cortex-m55",)
 
 
 # ---------------------------------------------------------------------- models

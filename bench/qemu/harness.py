@@ -37,6 +37,32 @@ QEMU = "qemu-system-arm"
 BOARD = "mps2-an386"  # Cortex-M4 with the DSP extension and the single-precision FPU
 
 CPU_FLAGS_M4 = ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16")
+
+
+@dataclass(frozen=True)
+class Board:
+    """A QEMU machine the harness runs on: its core's flags, where code and RAM start, and the
+    instructions per SysTick tick under ``-icount shift=0`` (1 ns per instruction / the CPU clock)."""
+    name: str                  # treegen target (targets/<name>.toml)
+    machine: str
+    cpu_flags: tuple
+    flash_origin: int = 0x00000000
+    ram_origin: int = 0x20000000
+    insns_per_tick: float = 40.0
+
+
+def board(target: str) -> Board:
+    """The harness board of an emulated treegen target (``qemu-m4``, ``qemu-m33``, ``qemu-m55``, ...):
+    machine, flags (without the optimisation level), memory origins and SysTick ratio from its file."""
+    from treegen.core import targets
+
+    t = targets.get(target)
+    emu = t.emulator
+    return Board(t.name, emu["machine"], tuple(f for f in t.cflags if not f.startswith("-O")),
+                 emu.get("flash_base", 0x00000000), emu.get("ram_base", 0x20000000), 1e9 / t.clock_hz)
+
+
+M4 = Board("qemu-m4", BOARD, CPU_FLAGS_M4)
 COMMON_FLAGS = ("-std=c99", "-Wall", "-ffunction-sections", "-fdata-sections")
 LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=rdimon.specs", "-Wl,--gc-sections")
 QEMU_ICOUNT = ("-icount", "shift=0,align=off,sleep=off")
@@ -58,13 +84,16 @@ def require_tools() -> None:
             "libnewlib-arm-none-eabi qemu-system-arm (scripts/setup.sh does this)")
 
 
-def build(sources, out_elf: Path, *, cpu_flags=CPU_FLAGS_M4, opt: str = "-Os", include_dirs=(), defines=(),
-          extra_cflags=(), map_file: bool = True) -> Path:
-    """Compile and link ``sources`` + the harness into ``out_elf`` (``--gc-sections``)."""
+def build(sources, out_elf: Path, *, cpu_flags=None, opt: str = "-Os", include_dirs=(), defines=(),
+          extra_cflags=(), map_file: bool = True, board: Board = M4) -> Path:
+    """Compile and link ``sources`` + the harness into ``out_elf`` (``--gc-sections``) for ``board``
+    (default: mps2-an386, Cortex-M4); ``cpu_flags`` overrides the board's."""
     require_tools()
     out_elf = Path(out_elf)
     out_elf.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [CC, *cpu_flags, opt, *COMMON_FLAGS, *extra_cflags, f"-I{HERE}"]
+    cpu_flags = board.cpu_flags if cpu_flags is None else cpu_flags
+    cmd = [CC, *cpu_flags, opt, *COMMON_FLAGS, *extra_cflags, f"-I{HERE}",
+           f"-Wl,--defsym=TG_FLASH_ORIGIN={board.flash_origin:#x}", f"-Wl,--defsym=TG_RAM_ORIGIN={board.ram_origin:#x}"]
     cmd += [f"-I{d}" for d in include_dirs]
     cmd += [f"-D{d}" for d in defines]
     cmd += [str(s) for s in (*HARNESS_SOURCES, *sources)]
@@ -81,7 +110,7 @@ def build(sources, out_elf: Path, *, cpu_flags=CPU_FLAGS_M4, opt: str = "-Os", i
 class RunResult:
     stdout: str
     returncode: int
-    instructions_per_tick: int
+    instructions_per_tick: float        # 40 on mps2 (25 MHz), 50 on AN505, 31.25 on AN547
     results: dict = field(default_factory=dict)     # name -> (ticks, calls)
     values: dict = field(default_factory=dict)      # name -> int
     predictions: list = field(default_factory=list)
@@ -91,10 +120,13 @@ class RunResult:
         return ticks * self.instructions_per_tick / calls
 
 
-def run(elf: Path, *, board: str = BOARD, timeout: float = 120.0, icount: bool = True) -> RunResult:
-    """Run ``elf`` on ``board`` with semihosting; the program's exit status is QEMU's."""
+def run(elf: Path, *, board: Board | str = M4, timeout: float = 120.0, icount: bool = True) -> RunResult:
+    """Run ``elf`` on ``board`` (a :class:`Board`, or a QEMU machine name with the mps2 SysTick ratio)
+    with semihosting; the program's exit status is QEMU's."""
     require_tools()
-    cmd = [QEMU, "-M", board, "-nographic", "-monitor", "none", "-serial", "none",
+    if isinstance(board, str):
+        board = Board(board, board, CPU_FLAGS_M4)
+    cmd = [QEMU, "-M", board.machine, "-nographic", "-monitor", "none", "-serial", "none",
            "-semihosting-config", "enable=on,target=native", "-kernel", str(elf)]
     if icount:
         cmd += list(QEMU_ICOUNT)
@@ -105,17 +137,21 @@ def run(elf: Path, *, board: str = BOARD, timeout: float = 120.0, icount: bool =
         raise HarnessError(f"QEMU timed out after {timeout} s running {elf}; output so far:\n{out[-2000:]}") from None
     if proc.returncode != 0:
         raise HarnessError(f"{elf.name} exited with status {proc.returncode}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return parse(proc.stdout, proc.returncode)
+    return parse(proc.stdout, proc.returncode, board.insns_per_tick)
 
 
-def parse(stdout: str, returncode: int = 0) -> RunResult:
+def parse(stdout: str, returncode: int = 0, insns_per_tick: float | None = None) -> RunResult:
+    """Parse a program's output. ``insns_per_tick``: the board's nominal SysTick ratio (1e9 / clock);
+    the calibration must agree with it to +-1.5 ticks. None: a whole number, from the calibration."""
     m = re.search(r"^tg_calib (\d+) (\d+)$", stdout, re.M)
     if not m:
         raise HarnessError(f"no tg_calib line in the program output:\n{stdout[-2000:]}")
     ticks, instructions = int(m.group(1)), int(m.group(2))
-    ratio = round(instructions / ticks)
-    # a tick is a whole number of instructions; the calibration loop is exact to +-1 tick
-    if ratio < 1 or abs(instructions / ratio - ticks) > 1.5:
+    ratio = insns_per_tick if insns_per_tick is not None else round(instructions / ticks)
+    if ratio == int(ratio):
+        ratio = int(ratio)
+    # the calibration loop is exact to +-1 tick
+    if ratio <= 0 or abs(instructions / ratio - ticks) > 1.5:
         raise HarnessError(f"SysTick does not count instructions: {ticks} ticks for {instructions} "
                            "instructions (is QEMU running with -icount shift=0?)")
     res = RunResult(stdout, returncode, ratio)
@@ -153,9 +189,10 @@ def object_symbols(obj: Path) -> set[str]:
             if len(p) == 3 and p[1] in "TtRrDdBb"}
 
 
-def compile_object(source: Path, out_obj: Path, *, cpu_flags=CPU_FLAGS_M4, opt: str = "-Os",
-                   include_dirs=(), defines=(), extra_cflags=()) -> Path:
+def compile_object(source: Path, out_obj: Path, *, cpu_flags=None, opt: str = "-Os",
+                   include_dirs=(), defines=(), extra_cflags=(), board: Board = M4) -> Path:
     require_tools()
+    cpu_flags = board.cpu_flags if cpu_flags is None else cpu_flags
     cmd = [CC, *cpu_flags, opt, *COMMON_FLAGS, *extra_cflags, "-c", str(source), "-o", str(out_obj)]
     cmd += [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines]
     proc = subprocess.run(cmd, capture_output=True, text=True)

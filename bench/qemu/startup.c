@@ -32,8 +32,8 @@ void (*const tg_vector_table[16])(void) = {
 
 void Reset_Handler(void)
 {
-#if defined(__ARM_FP)
-    /* CPACR: full access to CP10/CP11 (the FPU) before any floating-point instruction */
+#if defined(__ARM_FP) || defined(__ARM_FEATURE_MVE)
+    /* CPACR: full access to CP10/CP11 (the FPU; Helium too) before any floating-point/vector instruction */
     *(volatile uint32_t *)0xE000ED88u |= 0xFu << 20;
     __asm volatile("dsb\n isb" ::: "memory");
 #endif

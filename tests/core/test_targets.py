@@ -68,6 +68,30 @@ def test_emulated_targets(name):
     assert t.ram_kb == 4096 and t.clock_hz == 25_000_000   # mps.ssram23 at 0x20000000 (QEMU info mtree)
 
 
+# name: (machine, core, clock_hz, uart_base, uart_irq, flash_base, ram_base, flash_kb, ram_kb, mve), read from
+# QEMU 7.2 (hw/arm/mps2-tz.c, "info mtree"; the RX IRQ is the pending bit after a received byte)
+TRUSTZONE = {
+    "qemu-m33": ("mps2-an505", "cortex-m33", 20_000_000, 0x50200000, 32, 0x10000000, 0x38000000, 4096, 4096, False),
+    "qemu-m55": ("mps3-an547", "cortex-m55", 32_000_000, 0x59303000, 33, 0x10000000, 0x31000000, 512, 4096, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRUSTZONE))
+def test_trustzone_emulated_targets(name):
+    machine, core, clock, uart, irq, flash_base, ram_base, flash_kb, ram_kb, mve = TRUSTZONE[name]
+    t = targets.get(name)
+    assert t.kind == "emulated" and t.core == core and t.uart == "cmsdk_uart" and f"-mcpu={core}" in t.cflags
+    assert t.fpu and t.dsp and t.mve == mve
+    emu = t.emulator
+    assert (emu["machine"], emu["uart_base"], emu["uart_irq"], emu["flash_base"], emu["ram_base"]) == \
+        (machine, uart, irq, flash_base, ram_base)
+    assert (t.clock_hz, t.flash_kb, t.ram_kb) == (clock, flash_kb, ram_kb)
+    assert "shift=0,align=off,sleep=off" in emu["args"]
+    generic = targets.get(core)        # the generic export target of the same core
+    assert generic.kind == "mcu" and generic.core == core and generic.dsp and generic.mve == mve
+    assert targets.get("cortex-m4").mve is False
+
+
 @pytest.mark.parametrize("name", sorted(BOARDS))
 def test_board_targets(name):
     platform, board, core, fpu, dsp, flash_kb, ram_kb, clock = BOARDS[name]
@@ -125,6 +149,9 @@ BAD = [
      "[platformio] is missing key 'board'"),
     ("toml syntax", lambda s: s + "\n= oops\n", "target file bad.toml:"),
     ("name mismatch", lambda s: s.replace('name = "bad"', 'name = "other"'), "does not match the file name"),
+    ("mve not bool", lambda s: s.replace("dsp = true", 'dsp = true\nmve = "yes"'), "key 'mve' must be bool"),
+    ("bad ram base", lambda s: s.replace("uart_base = 0x40004000", 'uart_base = 0x40004000\nram_base = "x"'),
+     "[emulator] key 'ram_base' must be int"),
 ]
 
 

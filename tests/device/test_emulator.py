@@ -1,6 +1,7 @@
 """treegen.device.emulator.QemuBoard and the bare-metal pieces of the emulated targets (startup_cortexm.c,
-cortexm.ld, tg_port_cmsdk_uart.c), with a minimal firmware on QEMU mps2-an385/an386/an500 talking
-over the socket UART through pyserial.
+cortexm.ld, tg_port_cmsdk_uart.c), with a minimal firmware on QEMU mps2-an385/an386/an500 and the
+TrustZone images mps2-an505 (Cortex-M33) and mps3-an547 (Cortex-M55: other memory map, UART base,
+RX interrupt and SysTick clock) talking over the socket UART through pyserial.
 
 These tests FAIL (never skip) when arm-none-eabi-gcc or qemu-system-arm is missing: scripts/setup.sh
 installs them.
@@ -9,6 +10,7 @@ installs them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import socket
 import subprocess
 import time
@@ -25,7 +27,7 @@ from treegen.device.emulator import QemuBoard, free_port
 from treegen.device.firmware import write_harness
 from treegen.device.platformio import write_baremetal
 
-EMULATED = ("qemu-m3", "qemu-m4", "qemu-m7")
+EMULATED = ("qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55")
 STRICT = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic")
 SPIN_ITERATIONS = 100000            # the asm loop below: exactly 2 instructions per iteration
 
@@ -104,9 +106,15 @@ def build_minimal(target_name: str, out: Path) -> Path:
     write_baremetal(src)
     (src / "main.c").write_text(MAIN_C)
     elf = out / "fw.elf"
-    cmd = ["arm-none-eabi-gcc", *t.cflags, *STRICT, "-ffunction-sections", "-fdata-sections", "-I", str(src),
+    emu = t.emulator
+    # what the PlatformIO board manifest passes (treegen.device.platformio): UART, RX IRQ, SysTick ratio
+    defines = [f"-DTG_UART_BASE={emu['uart_base']:#x}u", f"-DTG_UART_RX_IRQ={emu.get('uart_irq', 0)}",
+               f"-DTG_INSNS_PER_TICK_Q8={256_000_000_000 // t.clock_hz}u"]
+    cmd = ["arm-none-eabi-gcc", *t.cflags, *STRICT, *defines, "-ffunction-sections", "-fdata-sections", "-I", str(src),
            "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-T", str(src / "cortexm.ld"),
            f"-Wl,--defsym=TG_FLASH_SIZE={t.flash_bytes}", f"-Wl,--defsym=TG_RAM_SIZE={t.ram_bytes}",
+           f"-Wl,--defsym=TG_FLASH_ORIGIN={emu.get('flash_base', 0)}",
+           f"-Wl,--defsym=TG_RAM_ORIGIN={emu.get('ram_base', 0x20000000)}",
            "-Wl,--gc-sections", "-o", str(elf),
            str(src / "main.c"), str(src / "startup_cortexm.c"), str(src / "tg_port_cmsdk_uart.c")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -150,8 +158,9 @@ def test_boot_and_exchange_bytes(firmware, target):
 
 @pytest.mark.parametrize("target", EMULATED)
 def test_counter_counts_instructions(firmware, target):
-    """SysTick at 25 MHz under -icount shift=0 (1 instruction = 1 ns) ticks every 40 instructions;
-    the port reports instructions, to +-40."""
+    """SysTick under -icount shift=0 (1 instruction = 1 ns) ticks every 40 instructions at 25 MHz
+    (mps2), 50 at 20 MHz (AN505), 31.25 at 32 MHz (AN547); the port reports instructions, to one tick."""
+    tick = 1e9 / targets.get(target).clock_hz
     with QemuBoard(target, firmware[target]) as board:
         link = serial.serial_for_url(board.url, timeout=10)
         try:
@@ -162,17 +171,23 @@ def test_counter_counts_instructions(firmware, target):
         finally:
             link.close()
     for n in counts:
-        assert abs(n - 2 * SPIN_ITERATIONS) <= 40, counts
-        assert n % 40 == 0
+        assert abs(n - 2 * SPIN_ITERATIONS) <= math.ceil(tick), counts   # one tick, counts rounded down
+        if tick == int(tick):
+            assert n % int(tick) == 0
 
 
 def test_link_and_sizes(firmware):
     for target, elf in firmware.items():
         out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True).stdout
         symbols = {line.split()[-1]: line.split()[0] for line in out.splitlines() if len(line.split()) == 3}
-        assert int(symbols["tg_vector_table"], 16) == 0, target
-        assert int(symbols["_estack"], 16) == 0x20000000 + 4096 * 1024, target   # ram_kb: mps.ssram23, 4 MiB
-        assert "UART0RX_Handler" in symbols
+        t = targets.get(target)
+        flash_base, ram_base = t.emulator.get("flash_base", 0), t.emulator.get("ram_base", 0x20000000)
+        # the vector table at the start of code memory (AN505: the VTOR_S reset value 0x10000000)
+        assert int(symbols["tg_vector_table"], 16) == flash_base, target
+        assert int(symbols["_estack"], 16) == ram_base + t.ram_kb * 1024, target   # stack at the end of RAM
+        # the UART RX handler fills the vector of the board's RX interrupt (tg_port_cmsdk_uart.c)
+        assert f"IRQ{t.emulator.get('uart_irq', 0)}_Handler" in symbols
+    assert targets.get("qemu-m4").ram_kb == 4096   # mps.ssram23 at 0x20000000, 4 MiB
 
 
 # ---------------------------------------------------------------------- QemuBoard

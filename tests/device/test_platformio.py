@@ -110,6 +110,23 @@ def test_arduino_port_syntax(tmp_path):
 
 
 # ---------------------------------------------------------------------- emulated targets
+@pytest.mark.parametrize("name, uart, irq, q8, flash_origin, ram_origin", [
+    ("qemu-m33", "0x50200000u", "32", "12800u", 0x10000000, 0x38000000),   # AN505: 20 MHz, 50 insn/tick
+    ("qemu-m55", "0x59303000u", "33", "8000u", 0x10000000, 0x31000000),    # AN547: 32 MHz, 31.25 insn/tick
+])
+def test_trustzone_board_manifest(tmp_path, name, uart, irq, q8, flash_origin, ram_origin):
+    """The AN505/AN547 specifics reach the build: UART base and RX IRQ (a plain number: it names the
+    handler IRQ<n>_Handler), the Q8 SysTick ratio, and the linker script's code/RAM origins."""
+    tpio.write_build_files(tmp_path / "p", name)
+    board = json.loads((tmp_path / "p" / "offline" / "platforms" / tpio.PLATFORM_NAME / "boards" /
+                        f"{name}.json").read_text())
+    defines = board["build"]["defines"]
+    assert ["TG_UART_BASE", uart] in defines and ["TG_UART_RX_IRQ", irq] in defines
+    assert ["TG_INSNS_PER_TICK_Q8", q8] in defines
+    assert (board["build"]["flash_origin"], board["build"]["ram_origin"]) == (flash_origin, ram_origin)
+    assert board["upload"]["machine"] == targets.get(name).emulator["machine"]
+
+
 @pytest.mark.parametrize("name", sorted(EMULATED))
 def test_emulated_ini_is_fully_offline(tmp_path, name):
     out = tmp_path / "p"
@@ -136,7 +153,7 @@ def test_emulated_ini_is_fully_offline(tmp_path, name):
     assert board["build"]["flash_size"] == board["upload"]["maximum_size"] == t.flash_kb * 1024
     assert board["build"]["ram_size"] == board["upload"]["maximum_ram_size"] == t.ram_kb * 1024
     assert ["TG_UART_BASE", "0x40004000u"] in board["build"]["defines"]
-    assert ["TG_INSNS_PER_TICK", "40u"] in board["build"]["defines"]      # 25 MHz SysTick, 1 ns/instruction
+    assert ["TG_INSNS_PER_TICK_Q8", "10240u"] in board["build"]["defines"]   # 25 MHz SysTick: 40 instructions/tick (Q8)
     assert "shift=0,align=off,sleep=off" in board["upload"]["qemu_args"]
 
     scons = out / "offline" / "packages" / "tool-scons"

@@ -1,4 +1,5 @@
-"""The bare-metal QEMU harness of bench/qemu (instruction counting on mps2-an386, Cortex-M4).
+"""The bare-metal QEMU harness of bench/qemu (instruction counting on mps2-an386, Cortex-M4, and on
+the Cortex-M33 / M55 boards mps2-an505 / mps3-an547).
 
 These tests FAIL (never skip) when arm-none-eabi-gcc or qemu-system-arm is missing: scripts/setup.sh
 installs them, and a benchmark harness that silently stops being checked is worse than none.
@@ -47,6 +48,21 @@ def test_systick_counts_instructions(selfcheck):
     assert abs(res.values["spin_4000_ticks"] * res.instructions_per_tick - 4000) <= res.instructions_per_tick
     # 40 M instructions = 1e6 ticks across ~60 wraps of the 24-bit counter (wrap handling)
     assert abs(res.values["spin_40M_ticks"] - 40_000_000 // res.instructions_per_tick) <= 2
+
+
+@pytest.mark.parametrize("target, machine, per_tick", [("qemu-m33", "mps2-an505", 50), ("qemu-m55", "mps3-an547", 31.25)])
+def test_other_boards_count_instructions(tools, tmp_path, target, machine, per_tick):
+    """The harness on the TrustZone boards (bench/codegen_vs_peers.py --targets): their memory origins,
+    SysTick at 20 / 32 MHz (50 / 31.25 instructions per tick), SMLAD executed on both cores."""
+    board = harness.board(target)
+    assert (board.machine, board.insns_per_tick) == (machine, per_tick)
+    res = harness.run(harness.build([harness.HERE / "selfcheck.c"], tmp_path / "selfcheck.elf", opt="-O2", board=board),
+                      board=board)
+    assert res.instructions_per_tick == per_tick
+    assert abs(res.values["spin_4000_ticks"] * per_tick - 4000) <= per_tick
+    assert abs(res.values["spin_40M_ticks"] - 40_000_000 / per_tick) <= 2
+    assert res.values["dot_value"] == res.values["dot_ref"]
+    assert 100 < res.instructions_per_call("dot_q15") < 200
 
 
 def test_dot_product_reference_point(selfcheck):

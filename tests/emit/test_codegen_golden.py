@@ -1,7 +1,7 @@
 """Golden files: the exact C text generated for small hand-built models (``tests/emit/golden/``).
 
-Cases: an axis tree and an oblique tree (3 features), both layouts, q15 scalar and dsp, f32, and an
-ensemble. Any change to a template, to the generator or to the quantiser shows up here as a diff.
+Cases: an axis tree and an oblique tree (3 features), both layouts, q15 scalar, dsp and mve (on
+cortex-m55), f32, and an ensemble. Any change to a template, to the generator or to the quantiser shows up here as a diff.
 After an intended change, refresh the files and review the diff::
 
     TREEGEN_UPDATE_GOLDEN=1 python -m pytest tests/emit/test_codegen_golden.py
@@ -33,17 +33,21 @@ CASES = {
     "oblique-table-q15-dsp": ("oblique", "table", "q15", "dsp"),
     "oblique-unrolled-q15-scalar": ("oblique", "unrolled", "q15", "scalar"),
     "oblique-unrolled-q15-dsp": ("oblique", "unrolled", "q15", "dsp"),
+    "oblique-table-q15-mve": ("oblique", "table", "q15", "mve"),
+    "oblique-unrolled-q15-mve": ("oblique", "unrolled", "q15", "mve"),
     "oblique-table-f32": ("oblique", "table", "f32", "auto"),
     "oblique-unrolled-f32": ("oblique", "unrolled", "f32", "auto"),
     "ensemble-table-q15-dsp": ("ensemble", "table", "q15", "dsp"),
     "ensemble-unrolled-q15-scalar": ("ensemble", "unrolled", "q15", "scalar"),
+    "ensemble-unrolled-q15-mve": ("ensemble", "unrolled", "q15", "mve"),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_generated_c_matches_golden(case, tmp_path):
     model_key, layout, dtype, variant = CASES[case]
-    rep = export_model(small_models()[model_key], tmp_path, target="cortex-m4", layout=layout, dtype=dtype,
+    target = "cortex-m55" if variant == "mve" else "cortex-m4"   # mve needs a Helium target
+    rep = export_model(small_models()[model_key], tmp_path, target=target, layout=layout, dtype=dtype,
                        variant=variant, measure=False)
     assert sorted(Path(f).name for f in rep.files) == ["demo.c", "demo.h", "main.c"]
     folder = GOLDEN / case

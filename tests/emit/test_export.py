@@ -132,6 +132,9 @@ def test_cli_targets(capsys):
     (["--target", "cortex-m3", "--variant", "dsp"], "needs the ARMv7E-M DSP extension"),
     (["--target", "cortex-m0plus", "--variant", "dsp"], "target 'cortex-m0plus'"),
     (["--target", "cortex-m4", "--dtype", "f32", "--variant", "dsp"], "q15 dtype only"),
+    (["--target", "cortex-m4", "--variant", "mve"], "variant 'mve' needs the M-profile Vector Extension"),
+    (["--target", "cortex-m33", "--variant", "mve"], "target 'cortex-m33'"),
+    (["--target", "cortex-m55", "--dtype", "f32", "--variant", "mve"], "q15 dtype only"),
     (["--target", "cortex-m4", "--label", "x"], "--label needs --data"),
     (["--layout", "table"], "--target"),
 ])
@@ -207,6 +210,12 @@ def test_variant_resolution():
     assert resolve_variant("auto", get_target("native"), "q15") == "scalar"
     assert resolve_variant("auto", get_target("cortex-m4"), "f32") == "scalar"
     assert resolve_variant("scalar", get_target("cortex-m4"), "q15") == "scalar"
+    assert resolve_variant("auto", get_target("cortex-m55"), "q15") == "mve"      # Helium first
+    assert resolve_variant("auto", get_target("qemu-m55"), "q15") == "mve"
+    assert resolve_variant("auto", get_target("cortex-m33"), "q15") == "dsp"
+    assert resolve_variant("auto", get_target("qemu-m33"), "q15") == "dsp"
+    assert resolve_variant("dsp", get_target("cortex-m55"), "q15") == "dsp"
+    assert resolve_variant("auto", get_target("cortex-m55"), "f32") == "scalar"
 
 
 def test_names(tmp_path):

@@ -1,8 +1,9 @@
 """The generated C compiles cleanly with ``-std=c99 -Wall -Wextra -Werror -Wconversion -pedantic``.
 
-Host (gcc: compile, link with main.c and run it) and arm-none-eabi-gcc for Cortex-M0+, M3, M4 and M7
-with each target's own flags (link main.c with newlib's nosys.specs); the DSP variant on the host
-(emulation) and on M4/M7 (the instructions); both layouts; q15 and f32. A missing compiler FAILS
+Host (gcc: compile, link with main.c and run it) and arm-none-eabi-gcc for Cortex-M0+, M3, M4, M7,
+M33 and M55 with each target's own flags (link main.c with newlib's nosys.specs); the DSP variant on
+the host (emulation) and on M4/M7/M33/M55 (the instructions), the MVE variant on the host
+(emulation) and on M55 (Helium); both layouts; q15 and f32. A missing compiler FAILS
 these tests: they are the proof that the export works, never silently skipped.
 """
 
@@ -13,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from export_models import ARM_CPUS, DSP_CPUS, make_model, random_tree, require, run_cc, small_models
+from export_models import ARM_CPUS, DSP_CPUS, MVE_CPUS, make_model, random_tree, require, run_cc, small_models
 
 from treegen.core import targets
 from treegen.core.scaling import InputScaling
@@ -30,7 +31,7 @@ def _mixed_model():
 
 
 MODELS = {"axis": lambda: small_models()["axis"], "mixed": _mixed_model}
-CONFIGS = [("q15", "scalar"), ("q15", "dsp"), ("f32", "auto")]
+CONFIGS = [("q15", "scalar"), ("q15", "dsp"), ("q15", "mve"), ("f32", "auto")]
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +41,12 @@ def compilers():
 
 def _jobs(model_key: str, layout: str, dtype: str, variant: str, out, compilers) -> list:
     model = MODELS[model_key]()
-    export_model(model, out, target="cortex-m4", layout=layout, dtype=dtype, variant=variant, measure=False)
+    target = "cortex-m55" if variant == "mve" else "cortex-m4"
+    export_model(model, out, target=target, layout=layout, dtype=dtype, variant=variant, measure=False)
     name = "demo" if model_key == "axis" else "mixed"
     src, main = out / f"{name}.c", out / "main.c"
     jobs = [("run", [compilers["host"], *STRICT_CFLAGS, "-O2", str(src), str(main), "-o", str(out / "host")])]
-    cpus = DSP_CPUS if variant == "dsp" else ARM_CPUS
+    cpus = {"dsp": DSP_CPUS, "mve": MVE_CPUS}.get(variant, ARM_CPUS)
     for cpu in cpus:
         flags = list(targets.get(cpu).cflags)
         jobs.append(("link", [compilers["arm"], *flags, *STRICT_CFLAGS, "--specs=nosys.specs", str(src), str(main),
@@ -83,6 +85,30 @@ def test_dsp_variant_uses_the_dual_mac_instructions(compilers, tmp_path):
             "-o", str(obj)])
     asm = subprocess.run([objdump, "-d", str(obj)], capture_output=True, text=True, check=True).stdout
     assert "smlad\t" not in asm
+
+
+@pytest.mark.parametrize("layout", ["table", "unrolled"])
+def test_mve_variant_uses_the_helium_instructions(compilers, layout, tmp_path):
+    """On Cortex-M55 the MVE variant really emits VMLADAVA.S16 (int32 accumulators) and VMLALDAVA.S16
+    (int64; objdump spells them vmlava / vmlalva), tail-predicated halfword loads for the 11th
+    feature, and no scalar multiply-accumulate; the DSP variant on the same core does not use Helium."""
+    objdump = require("arm-none-eabi-objdump")
+    flags = targets.get("cortex-m55").cflags
+
+    def disassemble(variant: str) -> str:
+        out = tmp_path / variant
+        export_model(_mixed_model(), out, target="cortex-m55", layout=layout, variant=variant, measure=False)
+        obj = out / "mixed.o"
+        run_cc([compilers["arm"], *flags, *STRICT_CFLAGS, "-c", str(out / "mixed.c"), "-o", str(obj)])
+        return subprocess.run([objdump, "-d", "-marmv8.1-m.main", str(obj)], capture_output=True, text=True,
+                              check=True).stdout
+
+    asm = disassemble("mve")
+    assert "vmlava.s16\t" in asm and "vmlalva.s16\t" in asm
+    assert "vctp.16\t" in asm and ("vldrht.s16\t" in asm or "vldrht.u16\t" in asm)
+    assert "smlad\t" not in asm and "smlald\t" not in asm and "smlal\t" not in asm
+    dsp = disassemble("dsp")
+    assert "vmlava" not in dsp and "vmlalva" not in dsp and "smlad\t" in dsp
 
 
 def test_header_twice_two_models_and_cplusplus(compilers, tmp_path):

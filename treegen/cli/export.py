@@ -29,7 +29,8 @@ def register(sub) -> None:
                    help="table: const node arrays + a loop; unrolled: one code block per node (default table)")
     p.add_argument("--dtype", choices=EXPORT_DTYPES, default="q15", help="q15 fixed point or f32 (default q15)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
-                   help="oblique multiply-accumulate: scalar C, ARMv7E-M dsp, or auto (dsp if the target has it)")
+                   help="oblique multiply-accumulate: scalar C, ARMv7E-M dsp, Helium mve, or auto (mve, else dsp, "
+                        "if the target has it)")
     p.add_argument("--name", metavar="NAME", help="C identifier of the model (default: the model file name)")
     p.add_argument("--data", metavar="CSV", help="labelled data: fixed-vs-float agreement, accuracy, example rows")
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")

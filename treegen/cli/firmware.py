@@ -36,12 +36,12 @@ def register(sub) -> None:
 def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("--target", required=True, metavar="T",
-                   help="emulated target (qemu-m3, qemu-m4, qemu-m7) or board (see 'treegen targets')")
+                   help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see 'treegen targets')")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="PlatformIO project directory (default: build/<model>-<target>)")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
-                   help="oblique multiply-accumulate: scalar, dsp or auto (default auto)")
+                   help="oblique multiply-accumulate: scalar, dsp, mve or auto (default auto)")
     g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
     g.add_argument("--train", action="store_true",
                    help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
@@ -57,7 +57,7 @@ def _firmware_project(args):
     target = get_target(args.target)
     if target.kind not in ("emulated", "board"):
         raise TreegenError(f"target {target.name!r} (kind {target.kind!r}) has no firmware build; use an "
-                           "emulated target (qemu-m3, qemu-m4, qemu-m7) or a board (see 'treegen targets')")
+                           "emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
     model = load(args.model)
     stem = Path(args.model).name.removesuffix(".json")
     out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"

@@ -21,7 +21,7 @@ def register(sub) -> None:
     p = sub.add_parser("hil", help="hardware in the loop: check a model's firmware on a device against the host")
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("--target", required=True, metavar="T",
-                   help="native, an emulated target (qemu-m3, qemu-m4, qemu-m7) or a board (see 'treegen targets')")
+                   help="native, an emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
     p.add_argument("--port", metavar="URL",
                    help="use the device running at this serial port or pyserial URL (/dev/ttyACM0, "
                         "socket://127.0.0.1:PORT); required for real boards (flashed with 'treegen flash'). "

@@ -8,9 +8,12 @@ Optional keys (validated when present):
 
 - ``uart`` (str): the firmware port kind, i.e. ``templates/firmware/tg_port_<uart>.c(pp)``:
   ``cmsdk_uart`` (QEMU mps2 boards), ``native_pty`` (host), ``arduino`` (real boards).
+- ``mve`` (bool, default false): the M-profile Vector Extension (Helium, e.g. Cortex-M55); the
+  export variant ``mve`` needs it.
 - ``[emulator]`` (required for ``kind = "emulated"``): ``machine`` (QEMU ``-M``), ``uart_base`` (int),
   optional ``qemu`` (executable, default ``qemu-system-arm``), ``uart_irq`` (int), ``args`` (list of
-  str: extra QEMU arguments such as ``-icount``).
+  str: extra QEMU arguments such as ``-icount``), ``flash_base`` / ``ram_base`` (int: where the
+  linker script puts code and data, default 0x00000000 / 0x20000000).
 - ``[platformio]`` (required for ``kind = "emulated"`` and ``"board"``): ``platform`` (str); boards
   also need ``board`` and ``framework``; other keys (``upload_protocol``, ``monitor_speed`` ...) are
   copied into the generated ``platformio.ini``.
@@ -66,6 +69,11 @@ class Target:
         return self.extra.get("uart")
 
     @property
+    def mve(self) -> bool:
+        """Whether the core has the M-profile Vector Extension (Helium): key ``mve``, default false."""
+        return bool(self.extra.get("mve", False))
+
+    @property
     def emulator(self) -> dict:
         """The ``[emulator]`` table ({} when absent)."""
         return dict(self.extra.get("emulator", {}))
@@ -100,7 +108,8 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
             raise TreegenError(f"target file {fname}: [{table}] key {key!r} must not be empty")
 
 
-_EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list}
+_EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
+                  "flash_base": int, "ram_base": int}
 _PLATFORMIO_KEYS = {"platform": str, "board": str, "framework": str, "upload_protocol": str,
                     "upload_port": str, "monitor_speed": int}
 
@@ -109,6 +118,8 @@ def _check_optional(fname: str, data: dict) -> None:
     kind = data["kind"]
     if kind not in KINDS:
         raise TreegenError(f"target file {fname}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    if "mve" in data and not isinstance(data["mve"], bool):
+        raise TreegenError(f"target file {fname}: key 'mve' must be bool")
     if "uart" in data:
         uart = data["uart"]
         if not isinstance(uart, str) or not uart.replace("_", "").isalnum() or not uart.islower():

@@ -122,7 +122,7 @@ def write_build_files(out_dir, target, *, model_hash: str = "-", layout: str = "
     t = _target(target)
     if t.kind not in ("emulated", "board"):
         raise TreegenError(f"target {t.name!r} (kind {t.kind!r}) is not built with PlatformIO; "
-                           "use an emulated target (qemu-m3, qemu-m4, qemu-m7) or a board")
+                           "use an emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board")
     out = Path(out_dir)
     _check_project_dir(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -157,10 +157,13 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
     defines = [["TG_UART_BASE", f"0x{int(emulator['uart_base']):08X}u"]]
     if "uart_irq" in emulator:
-        defines.append(["TG_UART_RX_IRQ", f"{int(emulator['uart_irq'])}u"])
-    if t.clock_hz > 0 and 1_000_000_000 % t.clock_hz == 0:
-        # -icount shift=0: one instruction per ns; SysTick runs at the board clock
-        defines.append(["TG_INSNS_PER_TICK", f"{1_000_000_000 // t.clock_hz}u"])
+        irq = int(emulator["uart_irq"])
+        if not 0 <= irq <= 63:
+            raise TreegenError(f"target {t.name!r}: [emulator] uart_irq {irq} is not 0..63")
+        defines.append(["TG_UART_RX_IRQ", str(irq)])  # plain decimal: the port pastes it into IRQ<n>_Handler
+    if t.clock_hz > 0 and 256_000_000_000 % t.clock_hz == 0:
+        # -icount shift=0: one instruction per ns; SysTick runs at the board clock (Q8: 32 MHz -> 31.25)
+        defines.append(["TG_INSNS_PER_TICK_Q8", f"{256_000_000_000 // t.clock_hz}u"])
     (platform / "boards" / f"{pio['board']}.json").write_text(
         _render(jenv, "platform/board.json.j2", target=t, emulator=emulator, cpu_flags=list(t.cflags),
                 defines=defines), encoding="utf-8")

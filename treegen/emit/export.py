@@ -28,6 +28,12 @@ Variants (oblique q15 trees only; axis trees need no multiply-accumulate):
 ``dsp``       ARMv7E-M dual 16-bit MAC (``__smlad`` / ``__smlald`` of ``<arm_acle.h>``, CMSIS's
               ``__SMLAD`` / ``__SMLALD``) when ``__ARM_FEATURE_DSP`` is defined, otherwise a portable
               static-inline emulation with the same semantics: bit-exact with ``scalar`` everywhere.
+``mve``       Helium (ARMv8.1-M MVE, e.g. Cortex-M55): eight int16_t lanes multiplied and summed into
+              the accumulator by one ``VMLADAVA.S16`` (int32) / ``VMLALDAVA.S16`` (int64) per vector
+              (``vmladavaq_s16`` / ``vmlaldavaq_s16`` of ``<arm_mve.h>``), the last vector of the input
+              tail-predicated (``vctp16q`` + ``vldrhq_z_s16``: no read beyond the row); the unrolled
+              layout loads the input vectors once per tree and the weights from zero-padded rows, and
+              skips all-zero vectors. Portable emulation elsewhere: bit-exact with ``scalar``.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ from treegen.emit import quantize as _quantize
 
 LAYOUTS = ("table", "unrolled")
 DTYPES = ("q15", "f32")
-VARIANTS = ("auto", "scalar", "dsp")
+VARIANTS = ("auto", "scalar", "dsp", "mve")
+MVE_LANES = 8  # int16_t lanes of a 128-bit Helium vector
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic")
 SIZE_CFLAGS = ("-ffunction-sections", "-fdata-sections")
 EXAMPLE_ROWS = 4
@@ -106,14 +113,18 @@ def _choice(value: str, choices: tuple, what: str) -> str:
 
 
 def resolve_variant(variant: str, target: _targets.Target, dtype: str) -> str:
-    """``auto`` -> ``dsp`` on targets with the DSP extension, else ``scalar``; ``dsp`` needs the extension."""
+    """``auto`` -> ``mve`` on targets with Helium (``mve = true``), else ``dsp`` on targets with the DSP
+    extension, else ``scalar``; ``dsp`` and ``mve`` need their extension."""
     _choice(variant, VARIANTS, "variant")
     if dtype == "f32":
-        if variant == "dsp":
-            raise TreegenError("variant 'dsp' applies to the q15 dtype only (f32 uses the FPU)")
+        if variant in ("dsp", "mve"):
+            raise TreegenError(f"variant {variant!r} applies to the q15 dtype only (f32 uses the FPU)")
         return "scalar"
     if variant == "auto":
-        return "dsp" if target.dsp else "scalar"
+        return "mve" if target.mve else ("dsp" if target.dsp else "scalar")
+    if variant == "mve" and not target.mve:
+        raise TreegenError(f"variant 'mve' needs the M-profile Vector Extension (Helium); target {target.name!r} "
+                           f"({target.core}) has none")
     if variant == "dsp" and not target.dsp:
         raise TreegenError(f"variant 'dsp' needs the ARMv7E-M DSP extension; target {target.name!r} "
                            f"({target.core}) has none")
@@ -196,12 +207,18 @@ def _q15_tree_data(index: int, qt, tree) -> dict:
             node["terms"] = [{"feature": int(j), "weight": int(row[j])} for j in np.flatnonzero(row)]
             node["pairs"], node["singles"] = _pairs(row)
             node["shift"] = int(qt.shift[i])
+            padded = [int(v) for v in row] + [0] * (-len(row) % MVE_LANES)
+            node["mve_padded"] = padded
+            node["mve_chunks"] = [k for k in range(len(padded) // MVE_LANES)
+                                  if any(padded[k * MVE_LANES:(k + 1) * MVE_LANES])]
             node["acc_bound"] = _acc_bound(row)
         nodes.append(node)
     acc_bits = int(qt.acc_bits) if kind == "oblique" else 16
     # axis tests compare the input as uint16_t (0..32767 by contract): T = -1 is a constant "right"
     _mark_constant_tests(nodes, (1 << (acc_bits - 1)) - 1, 0 if kind == "axis" else None)
+    tested = [n for n in nodes if n["reachable"] and not n["always_left"] and not n["always_right"]]
     return {
+        "mve_x_chunks": sorted({k for n in tested for k in n.get("mve_chunks", [])}),
         "index": index, "kind": kind, "root": int(qt.root), "n_internal": n_int,
         "n_leaves": tree.n_leaves, "depth": tree.depth, "leaf_class": int(-qt.root - 1) if qt.root < 0 else -1,
         "acc_bits": acc_bits,
@@ -470,6 +487,13 @@ def build_context(model: Model, *, name: str, target: _targets.Target, layout: s
         "has_axis": any(t["kind"] == "axis" for t in trees),
         "has_oblique": bool(oblique),
         "odd_features": n_features % 2 == 1,
+        # MVE: the input as whole 8-lane vectors, the last one tail-predicated (fewer lanes)
+        "mve_padded": -(-n_features // MVE_LANES) * MVE_LANES,
+        "mve_chunks": [{"k": k, "offset": k * MVE_LANES,
+                        "load": f"tg_{name}_vld" if n_features - k * MVE_LANES >= MVE_LANES else f"tg_{name}_vldn",
+                        "args": "" if n_features - k * MVE_LANES >= MVE_LANES
+                        else f", {n_features - k * MVE_LANES}u"}
+                       for k in range(-(-n_features // MVE_LANES))],
         "vote_t": "unsigned int",
     }
     if examples is not None:
@@ -620,8 +644,8 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         if agreement is not None and "f32_vs_float_pct" in agreement:
             notes.append(f"f32: {agreement['f32_vs_float_pct']:.2f} % agreement with the float model "
                          f"({agreement['rows']} rows)")
-    if dtype == "q15" and variant == "dsp" and not ctx["has_oblique"]:
-        notes.append("variant dsp: the model has no oblique tree, axis tests need no multiply-accumulate")
+    if dtype == "q15" and variant in ("dsp", "mve") and not ctx["has_oblique"]:
+        notes.append(f"variant {variant}: the model has no oblique tree, axis tests need no multiply-accumulate")
     if unresolved:
         notes.append(f"{len(unresolved)} data row(s) cannot keep their float side after quantisation")
 

@@ -8,6 +8,8 @@ puts its bin/ on PATH). Everything target-specific comes from the board manifest
     build.defines     C macros (TG_UART_BASE ...)
     build.ldscript    linker script in src/ (cortexm.ld)
     build.flash_size / build.ram_size   bytes, passed to the linker script (TG_FLASH_SIZE, TG_RAM_SIZE)
+    build.flash_origin / build.ram_origin   addresses, passed to the linker script (TG_FLASH_ORIGIN,
+                      TG_RAM_ORIGIN; the TrustZone boards AN505/AN547 link at their Secure aliases)
     upload.*          maximum sizes (size check) and the QEMU command for the `upload` target
 Targets: the default builds .pio/build/<env>/firmware.elf and firmware.bin and prints the size
 check; `upload` starts QEMU with the UART on a TCP socket (upload_port) and waits for a client.
@@ -54,6 +56,8 @@ env.Append(
         "-Wl,--gc-sections",
         "-Wl,--defsym=TG_FLASH_SIZE=%d" % int(board.get("build.flash_size")),
         "-Wl,--defsym=TG_RAM_SIZE=%d" % int(board.get("build.ram_size")),
+        "-Wl,--defsym=TG_FLASH_ORIGIN=0x%08X" % int(board.get("build.flash_origin", 0)),
+        "-Wl,--defsym=TG_RAM_ORIGIN=0x%08X" % int(board.get("build.ram_origin", 0x20000000)),
         "-Wl,-Map," + os.path.join("$BUILD_DIR", "firmware.map"),
     ],
     BUILDERS=dict(
