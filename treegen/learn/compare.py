@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import os
+import socket
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -291,7 +292,7 @@ def _distributed():
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None = None, workers: int | None = None, *, timeout: float = 8.0,
+def dask_client(scheduler: str | None = None, workers: int | None = None, *, timeout: float = 5.0,
                 quiet_logs: bool = True) -> Iterator:
     """A ``distributed.Client``: connected to ``scheduler`` (``tcp://HOST:PORT``), or to a local cluster
     of ``workers`` single-threaded worker processes (default: one per core). Closed on exit.
@@ -307,13 +308,22 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
         if workers is not None:
             raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
         address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
+        fail = f"cannot reach the Dask scheduler at {scheduler}"
+        if address.startswith("tcp://"):   # a refused or unroutable address fails here, without Dask's retries
+            host, _, port = address[len("tcp://"):].rpartition(":")
+            if not host or not port.isdigit():
+                raise TreegenError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+            except OSError as exc:
+                raise TreegenError(f"{fail}: {exc.strerror or type(exc).__name__}") from None
         try:
             client = distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             if len(reason) > 160:
                 reason = reason[:157] + "..."
-            raise TreegenError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s ({reason})") from None
+            raise TreegenError(f"{fail} within {timeout:g} s ({reason})") from None
         try:
             yield client
         finally:
@@ -322,9 +332,11 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
     n = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise TreegenError(f"workers must be an integer >= 1, got {workers!r}")
-    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       scheduler_port=0, host="127.0.0.1",
-                                       silence_logs=logging.ERROR if quiet_logs else logging.WARNING)
+    with warnings.catch_warnings():   # "Port 8787 is already in use" (its HTTP server moves to a free port)
+        warnings.filterwarnings("ignore", message="Port .* is already in use")
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                           scheduler_port=0, host="127.0.0.1",
+                                           silence_logs=logging.ERROR if quiet_logs else logging.WARNING)
     try:
         client = distributed.Client(cluster, set_as_default=False)
         try:
