@@ -144,6 +144,42 @@ def test_cv_on_the_cluster_equals_local(cluster, tmp_path):
     assert strip(a) == strip(b) and a["accuracy"] == b["accuracy"]
 
 
+def test_ctrl_c_cancels_cleanly(tmp_path):
+    """SIGINT to the whole process group (what Ctrl-C in a terminal does): exit 130, one line saying
+    what was kept, the local cluster's worker processes gone."""
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from treegen.cli import main; sys.exit(main(sys.argv[1:]))")
+    args = compare_args(tmp_path, "int") + ["--workers", 1]
+    run = subprocess.Popen([sys.executable, "-c", code, *map(str, args)], env=ENV, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    results = tmp_path / "int.tasks.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while run.poll() is None and time.monotonic() < deadline:
+            if results.exists() and results.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.05)
+        assert run.poll() is None, "finished before it could be interrupted"
+        os.killpg(run.pid, signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        stop(run)
+    assert run.returncode == 130, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("treegen: interrupted: ") and "the same command resumes" in lines[0]
+    kept = len(results.read_text().splitlines())
+    assert 1 <= kept < 24 and f"{kept} of 24 tasks finished" in lines[0]
+    deadline = time.monotonic() + 20              # no worker process left behind (zombies take a moment)
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(run.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("processes of the interrupted run are still alive")
+
+
 def test_unreachable_scheduler_is_one_line_within_10s(capsys, tmp_path):
     port = free_port()            # nothing listens there
     for argv in (compare_args(tmp_path, "x") + ["--scheduler", f"tcp://127.0.0.1:{port}"],

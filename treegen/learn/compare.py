@@ -33,7 +33,9 @@ import json
 import logging
 import math
 import os
+import signal
 import socket
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -292,6 +294,20 @@ def _distributed():
 
 
 @contextlib.contextmanager
+def _workers_ignore_sigint():
+    """Start processes with SIGINT ignored (inherited across exec): Ctrl-C in a terminal signals the whole
+    process group, and only this process should react — by cancelling the tasks and closing the cluster."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
 def dask_client(scheduler: str | None = None, workers: int | None = None, *, timeout: float = 5.0,
                 quiet_logs: bool = True) -> Iterator:
     """A ``distributed.Client``: connected to ``scheduler`` (``tcp://HOST:PORT``), or to a local cluster
@@ -332,8 +348,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
     n = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise TreegenError(f"workers must be an integer >= 1, got {workers!r}")
-    with warnings.catch_warnings():   # "Port 8787 is already in use" (its HTTP server moves to a free port)
-        warnings.filterwarnings("ignore", message="Port .* is already in use")
+    with warnings.catch_warnings(), _workers_ignore_sigint():
+        warnings.filterwarnings("ignore", message="Port .* is already in use")   # its HTTP server moves elsewhere
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                            scheduler_port=0, host="127.0.0.1",
                                            silence_logs=logging.ERROR if quiet_logs else logging.WARNING)
