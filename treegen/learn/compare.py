@@ -94,6 +94,26 @@ def _setting_label(algo: str, params: dict, varying: Sequence[str]) -> str:
     return f"{algo}({', '.join(shown)})" if shown else algo
 
 
+def _probe(algo: str, params: dict) -> None:
+    """Fit the algorithm with ``params`` on a toy problem, so bad values fail now (estimators validate at
+    fit): at most 20 iterations, and the Python engine unless one is named."""
+    p = dict(params)
+    it = p.get("max_iter")
+    if isinstance(it, int) and not isinstance(it, bool) and it > 20:
+        p["max_iter"] = 20
+    factory = EstimatorFactory(algo, p)
+    if "engine" in factory.cls._param_names():
+        p.setdefault("engine", "python")
+        factory = EstimatorFactory(algo, p)
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]] * 2)
+    try:
+        factory(0).fit(X, np.array([0, 1, 0, 1] * 2))
+    except TreegenError as exc:
+        raise TreegenError(f"{algo}: {exc}") from None
+    except (TypeError, ArithmeticError) as exc:
+        raise TreegenError(f"{algo}: bad parameter value ({exc})") from None
+
+
 def methods_from_spec(algos: Sequence[str], params_spec: dict | None = None) -> list[Method]:
     """Methods for algorithm names and a parameter specification.
 
@@ -131,7 +151,7 @@ def methods_from_spec(algos: Sequence[str], params_spec: dict | None = None) -> 
                                        "(the seed comes from --seed)")
                 if not (v is None or isinstance(v, (bool, int, float, str))):
                     raise TreegenError(f"parameter {k!r} of {algo!r} must be a number, string or boolean, got {v!r}")
-            EstimatorFactory(algo, s)   # unknown option / bad value -> TreegenError
+            _probe(algo, s)   # unknown option / bad value -> TreegenError, before any cluster starts
         keys = sorted({k for s in plain for k in s})
         varying = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True) for s in plain}) > 1]
         for s, p in zip(settings, plain):
