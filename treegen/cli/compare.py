@@ -235,6 +235,9 @@ def cmd_compare(args) -> int:
                     print(f"treegen: interrupted: {len(done) + finished} of {len(tasks)} tasks finished, kept in "
                           f"{results_path} (the same command resumes)", file=sys.stderr)
                     return 130
+                except TreegenError as exc:
+                    raise TreegenError(f"{exc}; {len(done) + finished} of {len(tasks)} tasks finished, kept in "
+                                       f"{results_path} (the same command resumes)") from None
     wall = time.perf_counter() - t0
 
     # names come from this run (a record is found by what its result depends on, not by the names)

@@ -28,11 +28,13 @@ Pieces:
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import CancelledError
 import hashlib
 import json
 import logging
 import math
 import os
+import re
 import signal
 import socket
 import threading
@@ -336,10 +338,10 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
     An unreachable scheduler raises :class:`TreegenError` after ``timeout`` seconds.
     """
     distributed = _distributed()
-    if quiet_logs:
+    if quiet_logs:   # Dask's own log lines (tracebacks of lost connections ...): the caller reports errors
         for name in ("distributed", "distributed.client", "distributed.scheduler", "distributed.worker",
-                     "distributed.nanny", "distributed.core", "distributed.comm"):
-            logging.getLogger(name).setLevel(logging.ERROR)
+                     "distributed.nanny", "distributed.core", "distributed.comm", "distributed.batched"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     if scheduler is not None:
         if workers is not None:
             raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
@@ -372,7 +374,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
         warnings.filterwarnings("ignore", message="Port .* is already in use")   # its HTTP server moves elsewhere
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                            scheduler_port=0, host="127.0.0.1",
-                                           silence_logs=logging.ERROR if quiet_logs else logging.WARNING)
+                                           silence_logs=logging.CRITICAL + 1 if quiet_logs else logging.WARNING)
     try:
         client = distributed.Client(cluster, set_as_default=False)
         try:
@@ -409,7 +411,18 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
     records: list[dict | None] = [None] * len(tasks)
     try:
         for fut in distributed.as_completed(futures, loop=client.loop):
-            rec = fut.result()
+            try:
+                rec = fut.result()
+            except (distributed.KilledWorker, CancelledError, OSError, TimeoutError) as exc:
+                task = tasks[index[fut.key]]
+                if isinstance(exc, distributed.KilledWorker):
+                    what = "its workers died while running it"
+                else:
+                    reason = re.search(r"reason: ([\w-]+)", str(exc))
+                    what = (f"the cluster cancelled it ({reason.group(1)})" if reason else
+                            f"the cluster dropped it ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})")
+                raise TreegenError(f"task dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold "
+                                   f"{task.fold}: {what}") from None
             records[index[fut.key]] = rec
             if on_result is not None:
                 on_result(rec)
