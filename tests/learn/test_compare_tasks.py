@@ -56,6 +56,8 @@ def test_plan_keys_and_seeds(irs):
     assert C.plan([changed], ms, folds=3, seed=7)[0].key != tasks[0].key
     with pytest.raises(TreegenError, match="given twice"):
         C.plan([irs, irs], ms)
+    with pytest.raises(TreegenError, match="datasets irs and copy have the same contents"):
+        C.plan([irs, C.CompareData("copy", irs.X, irs.y)], ms)
     with pytest.raises(TreegenError, match="folds"):
         C.plan([irs], ms, folds=1)
 

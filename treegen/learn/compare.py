@@ -203,6 +203,11 @@ def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: i
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
         raise TreegenError(f"dataset {dup!r} given twice")
+    seen: dict[str, str] = {}
+    for d in datasets:
+        if d.digest in seen:
+            raise TreegenError(f"datasets {seen[d.digest]} and {d.name} have the same contents")
+        seen[d.digest] = d.name
     tasks = []
     for data in datasets:
         n = data.X.shape[0]
