@@ -19,7 +19,7 @@ Pieces:
 * :class:`ResultsFile` — the resumable JSONL results file: one finished task per line, read back on a
   rerun so finished tasks are skipped.
 * :func:`dask_client` / :func:`run_tasks` — the tasks on a Dask cluster (a local one sized to the
-  cores, or a running scheduler): datasets scattered once to every worker, tasks submitted with the
+  cores, or a running scheduler): datasets sent once to every worker, tasks submitted with the
   dataset's future, results handed back as they finish; an interrupt cancels what is left.
 * :func:`summarize` — per-cell mean ± 95 % CI, best method per dataset, average ranks, Friedman with
   Iman-Davenport + Nemenyi + Holm, and Wilcoxon for two methods.
@@ -390,11 +390,16 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
         cluster.close()
 
 
+def _dataset(data: CompareData) -> CompareData:
+    return data
+
+
 def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *, measure: Callable | None = None,
               on_result: Callable[[dict], None] | None = None) -> list[dict]:
     """Run ``tasks`` on the Dask ``client``; return their records in task order.
 
-    Every dataset a task needs is scattered once to every worker (``broadcast``) and tasks get its
+    Every dataset a task needs is sent once to every worker (a task returning it, replicated to all
+    workers; unlike scattered data it is recomputed if the worker holding it dies) and tasks get its
     future, so a task ships only its small description. ``on_result(record)`` is called in this
     process as each task finishes (write it, advance a progress bar). A failing task cancels the
     rest and raises its error; so does an interrupt (``KeyboardInterrupt`` propagates after the
@@ -408,8 +413,11 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
     missing = [n for n in needed if n not in by_name]
     if missing:
         raise TreegenError(f"no data for dataset {missing[0]!r}")
-    scattered = client.scatter({f"treegen-data-{by_name[n].digest}": by_name[n] for n in needed}, broadcast=True)
-    future_of = {n: scattered[f"treegen-data-{by_name[n].digest}"] for n in needed}
+    # each dataset as a task that returns it: the scheduler keeps it in the graph, so a copy lost with a
+    # worker is recomputed (scattered data would be lost for good), and a copy is placed on every worker
+    future_of = {n: client.submit(_dataset, by_name[n], key=f"treegen-data-{by_name[n].digest}", pure=False)
+                 for n in needed}
+    client.replicate(list(future_of.values()))
     futures = [client.submit(run_task, t, future_of[t.dataset], measure, key=f"treegen-task-{t.key}", pure=False,
                              retries=0) for t in tasks]
     index = {f.key: i for i, f in enumerate(futures)}
@@ -423,7 +431,7 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
                 if isinstance(exc, distributed.KilledWorker):
                     what = "its workers died while running it"
                 else:
-                    reason = re.search(r"reason: ([\w-]+)", str(exc))
+                    reason = re.search(r"reason: ([^.]+)", str(exc))
                     what = (f"the cluster cancelled it ({reason.group(1)})" if reason else
                             f"the cluster dropped it ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})")
                 raise TreegenError(f"task dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold "
@@ -432,10 +440,10 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
             if on_result is not None:
                 on_result(rec)
     except BaseException:
-        client.cancel(futures, force=True)
+        client.cancel(futures)
         raise
     finally:
-        client.cancel(list(scattered.values()), force=True)
+        client.cancel(list(future_of.values()))
     return records  # type: ignore[return-value]
 
 
