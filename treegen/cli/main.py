@@ -1,4 +1,4 @@
-"""Command-line interface: ``treegen fit | predict | eval | cv | show | export | targets | build | flash | hil``.
+"""Command-line interface: ``treegen fit | predict | eval | cv | show | compare | export | targets | build | flash | hil``.
 
 Results go to stdout, progress bars to stderr (only on a terminal, never with ``--quiet``).
 Every user error prints one line ``treegen: error: ...`` on stderr and exits with status 2;
@@ -15,7 +15,7 @@ import os
 import sys
 import warnings
 
-from treegen.cli import export, firmware, hil, models, plot
+from treegen.cli import compare, export, firmware, hil, models, plot
 from treegen.cli.common import CLIError, HilFailed
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Decision trees for microcontrollers: induce, evaluate, inspect.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in (models, export, firmware, hil, plot):    # the order of 'treegen --help'
+    for group in (models, compare, export, firmware, hil, plot):    # the order of 'treegen --help'
         group.register(sub)
     return parser
 

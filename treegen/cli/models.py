@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import sys
@@ -117,6 +118,8 @@ def register(sub) -> None:
                    help="number of repetitions (default 1)")
     p.add_argument("--jobs", type=job_count, default=1, metavar="J",
                    help="parallel jobs (joblib n_jobs; -1 = all cores; default 1)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the folds on this running Dask scheduler (joblib's Dask backend; --jobs is ignored)")
     p.add_argument("--json", metavar="FILE", help="also write the figures (and every fold) as JSON")
     p.set_defaults(func=cmd_cv)
 
@@ -263,9 +266,19 @@ def cmd_cv(args) -> int:
         raise TreegenError(f"--folds {args.folds} exceeds the number of rows ({ds.n_rows})")
     seed = 0 if args.seed is None else args.seed
     total = args.folds * args.repeats
-    with progress_bar(total=total, desc=f"{algo} cv", quiet=args.quiet, unit="fold") as bar:
+    with contextlib.ExitStack() as stack:
+        jobs = args.jobs
+        if getattr(args, "scheduler", None):   # the same folds and seeds, run by the cluster's workers
+            from joblib import parallel_config
+
+            from treegen.learn.compare import dask_client
+            client = stack.enter_context(dask_client(args.scheduler))
+            stack.enter_context(client.as_current())
+            stack.enter_context(parallel_config(backend="dask"))
+            jobs = -1
+        bar = stack.enter_context(progress_bar(total=total, desc=f"{algo} cv", quiet=args.quiet, unit="fold"))
         result = cross_validate(ds.X, ds.labels, algo, params, folds=args.folds, repeats=args.repeats,
-                                seed=seed, jobs=args.jobs, dataset=Path(args.data).name,
+                                seed=seed, jobs=jobs, dataset=Path(args.data).name,
                                 on_fold=lambda rec: bar.update(1))
     acc, leaves, depth = result["accuracy"], result["leaves"], result["depth"]
     print(f"dataset    {result['dataset']}  ({ds.n_rows} rows, {ds.n_features} features, "

@@ -1,0 +1,259 @@
+"""``treegen compare``: algorithms and settings over many datasets on a Dask cluster, with statistics.
+
+Every (dataset, method, repetition, fold) is one task (:mod:`treegen.learn.compare`); tasks run on a
+local Dask cluster sized to the cores, or on a running cluster (``--scheduler tcp://HOST:PORT``).
+Finished tasks go to a JSONL results file as they arrive; the same command run again skips them.
+The summary (mean ± 95 % CI per cell, best per dataset, average ranks, Friedman / Iman-Davenport,
+Nemenyi, Holm, Wilcoxon for two methods) is printed as Markdown and written to ``--json`` (and
+``--markdown``).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+from treegen.cli.common import int_at_least
+from treegen.core.data import load_csv
+from treegen.core.errors import TreegenError
+from treegen.core.output import check_output, write_json, write_text
+from treegen.core.progress import progress_bar
+from treegen.learn.estimators import ALGORITHMS
+
+FLASH_FIELDS = ("flash_bytes", "flash_bytes_inference")
+
+
+def add_scheduler_option(p) -> None:
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the tasks on this running Dask scheduler (default: a local cluster)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="compare algorithms/settings over datasets (Dask), with statistics")
+    p.add_argument("datasets", nargs="+", metavar="DATASET",
+                   help="labelled CSV files, or names of NAME.csv.gz / NAME.csv in --data-dir")
+    p.add_argument("--algos", required=True, metavar="A,B,...",
+                   help=f"algorithms, comma-separated ({', '.join(ALGORITHMS)})")
+    p.add_argument("--params", metavar="FILE",
+                   help="JSON or TOML file: algorithm -> parameters, or a list of settings (each one "
+                        "column, optional \"name\")")
+    p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
+                   help="number of folds (default 5)")
+    p.add_argument("--repeats", type=int_at_least(1, "an integer"), default=1, metavar="R",
+                   help="number of repetitions (default 1)")
+    p.add_argument("--seed", type=int_at_least(0, "an integer"), default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON")
+    p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown")
+    p.add_argument("--results", metavar="FILE",
+                   help="finished tasks, one per line (default OUT.tasks.jsonl beside --json); "
+                        "tasks found there are not run again")
+    add_scheduler_option(p)
+    p.add_argument("--workers", type=int_at_least(1, "an integer"), metavar="N",
+                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--target", metavar="TARGET",
+                   help="also measure the flash bytes of each tree's q15 export for this target")
+    p.add_argument("--data-dir", metavar="DIR", help="where dataset names are looked up")
+    p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_compare)
+
+
+# ---------------------------------------------------------------------- inputs
+def read_params_file(path: str) -> dict:
+    p = Path(path)
+    if not p.exists() or p.is_dir():
+        raise TreegenError(f"params file not found: {path}")
+    try:
+        text = p.read_text(encoding="utf-8")
+        spec = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TreegenError(f"cannot read params file {path}: {exc}") from None
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise TreegenError(f"params file {path} is not valid {'TOML' if p.suffix.lower() == '.toml' else 'JSON'}: "
+                           f"{exc}") from None
+    if not isinstance(spec, dict):
+        raise TreegenError(f"params file {path} must map algorithm names to parameters")
+    return spec
+
+
+def dataset_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".csv"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def resolve_dataset(arg: str, data_dir: str | None) -> Path:
+    p = Path(arg)
+    if p.is_file():
+        return p
+    if data_dir is not None:
+        for suffix in (".csv.gz", ".csv"):
+            q = Path(data_dir) / f"{arg}{suffix}"
+            if q.is_file():
+                return q
+        raise TreegenError(f"unknown dataset {arg!r}: no file {arg}, and no {arg}.csv.gz or {arg}.csv in {data_dir}")
+    raise TreegenError(f"unknown dataset {arg!r}: no such file (give a CSV path, or a name with --data-dir)")
+
+
+def _command(args) -> str:
+    parts = ["treegen", "compare", *args.datasets, "--algos", args.algos]
+    for flag, value in (("--params", args.params), ("--folds", args.folds), ("--repeats", args.repeats),
+                        ("--seed", args.seed), ("--target", args.target), ("--data-dir", args.data_dir),
+                        ("--label", args.label), ("--scheduler", args.scheduler), ("--workers", args.workers),
+                        ("--json", args.json), ("--markdown", args.markdown), ("--results", args.results)):
+        if value is not None:
+            parts += [flag, str(value)]
+    return shlex.join(parts)
+
+
+# ---------------------------------------------------------------------- output
+def _pm(stat: dict | None, digits: int = 2) -> str:
+    return "n/a" if stat is None else f"{stat['mean']:.{digits}f} ± {stat['ci95']:.{digits}f}"
+
+
+def _p(p: float) -> str:
+    return f"{p:.3g}" if p >= 1e-4 else f"{p:.2e}"
+
+
+def render_markdown(result: dict) -> str:
+    s = result["summary"]
+    names, datasets, cells = s["methods"], s["datasets"], s["cells"]
+    head = "| dataset | " + " | ".join(names) + " |"
+    rule = "|---|" + "---|" * len(names)
+    out = [f"# treegen compare: {len(names)} method(s) on {len(datasets)} dataset(s)", "",
+           f"{result['folds']}-fold stratified CV x {result['repeats']} repetition(s), seed {result['seed']}; "
+           f"{result['n_tasks']} tasks ({result['n_tasks_run']} run now, the rest from the results file); "
+           f"wall time {result['wall_seconds']:.0f} s on {result['cluster']}.", "",
+           f"Command: `{result['command']}`", "", "Methods:", ""]
+    for name, m in result["methods"].items():
+        params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
+        out.append(f"- **{name}**: {m['algorithm']} ({params})")
+    out += ["", "## Test accuracy (%): mean ± 95 % CI over the folds; best per dataset in bold", "", head, rule]
+    for ds in datasets:
+        row = []
+        for m in names:
+            text = _pm(cells[ds][m]["accuracy"])
+            row.append(f"**{text}**" if m in s["best"][ds] else text)
+        out.append(f"| {ds} | " + " | ".join(row) + " |")
+    if s["average_ranks"] is not None:
+        out.append("| *average rank* | " + " | ".join(f"{s['average_ranks'][m]:.2f}" for m in names) + " |")
+    out += ["", "## Leaves: mean ± 95 % CI", "", head, rule]
+    for ds in datasets:
+        out.append(f"| {ds} | " + " | ".join(_pm(cells[ds][m]["leaves"]) for m in names) + " |")
+    if result.get("target"):
+        out += ["", f"## Flash bytes of the q15 export for {result['target']} (compiled object, mean over folds)",
+                "", head, rule]
+        for ds in datasets:
+            out.append(f"| {ds} | " + " | ".join(
+                "n/a" if cells[ds][m]["flash_bytes"] is None else f"{cells[ds][m]['flash_bytes']['mean']:.0f}"
+                for m in names) + " |")
+    out += ["", "## Fit time (s per fold, mean)", "", head, rule]
+    for ds in datasets:
+        out.append(f"| {ds} | " + " | ".join(f"{cells[ds][m]['train_seconds']['mean']:.3f}" for m in names) + " |")
+    out += ["", "## Statistics (one score per dataset: the mean test accuracy)", ""]
+    f = s["friedman"]
+    if f is None:
+        out.append("Friedman test: needs at least 2 datasets and 2 methods.")
+    else:
+        ranks = ", ".join(f"{n} {r:.3f}" for n, r in zip(f["names"], f["average_ranks"]))
+        ff = "inf" if f["iman_davenport"] is None else f"{f['iman_davenport']:.3f}"
+        out += [f"- Average ranks (1 = best): {ranks}",
+                f"- Friedman: chi2_F = {f['chi2']:.3f} (df {f['df'][0]}, p = {_p(f['chi2_p_value'])}); "
+                f"Iman-Davenport F_F = {ff} (df {f['df'][0]}, {f['df'][1]}), **p = {_p(f['p_value'])}** "
+                f"({'reject' if f['p_value'] <= f['alpha'] else 'cannot reject'} equal performance at "
+                f"alpha = {f['alpha']})"]
+        sig = [f"{p['a']} vs {p['b']} ({p['rank_diff']:.3f})" for p in f["nemenyi"]["pairs"] if p["significant"]]
+        out.append(f"- Nemenyi: q = {f['nemenyi']['q_alpha']:.3f}, critical difference CD = {f['nemenyi']['cd']:.3f}; "
+                   f"pairs further apart than CD: {', '.join(sig) if sig else 'none'}")
+        tests = "; ".join(f"{t['method']}: z = {t['z']:.3f}, p = {_p(t['p_value'])}, Holm threshold "
+                          f"{t['threshold']:.4g} -> {'reject' if t['reject'] else 'keep'}" for t in f["holm"]["tests"])
+        out.append(f"- Holm against the best-ranked method ({f['holm']['control']}): {tests}")
+    w = s["wilcoxon"]
+    if w is not None:
+        out.append(f"- Wilcoxon signed-rank, {w['a']} vs {w['b']}: R+ = {w['r_plus']:g}, R- = {w['r_minus']:g}, "
+                   f"T = {w['statistic']:g}, **p = {_p(w['p_value'])}** (wins/ties/losses of {w['a']}: "
+                   f"{w['wins']}/{w['ties']}/{w['losses']} over {w['n']} datasets)")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------- the command
+def cmd_compare(args) -> int:
+    from treegen.learn import compare as _cmp   # scipy and Dask load only for this command
+
+    algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    spec = read_params_file(args.params) if args.params else None
+    methods = _cmp.methods_from_spec(algos, spec)
+    if args.scheduler is not None and args.workers is not None:
+        raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
+    measure = None
+    if args.target is not None:
+        from treegen.device.footprint import FlashSize
+        measure = FlashSize(args.target)
+    results_path = args.results or str(Path(args.json).with_suffix("")) + ".tasks.jsonl"
+    check_output(args.json, "JSON file")
+    check_output(args.markdown, "Markdown file")
+    check_output(results_path, "results file")
+
+    paths = [resolve_dataset(a, args.data_dir) for a in args.datasets]
+    data, info = [], []
+    for path in paths:
+        ds = load_csv(path, label=args.label)
+        d = _cmp.CompareData(dataset_name(path), ds.X, ds.labels)
+        data.append(d)
+        info.append({"name": d.name, "file": path.name, "n_rows": ds.n_rows, "n_features": ds.n_features,
+                     "n_classes": len(set(ds.labels.tolist())), "digest": d.digest})
+    tasks = _cmp.plan(data, methods, folds=args.folds, repeats=args.repeats, seed=args.seed)
+
+    store = _cmp.ResultsFile(results_path)
+    done = store.done(tasks)
+    if measure is not None:   # records made without --target do not have the flash figures
+        done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
+    pending = [t for t in tasks if t.key not in done]
+    cluster = f"the Dask scheduler {args.scheduler}" if args.scheduler else "a local Dask cluster"
+    t0 = time.perf_counter()
+    if pending:
+        finished = 0
+        with _cmp.dask_client(args.scheduler, args.workers) as client:
+            n_workers = len(client.scheduler_info().get("workers", {}))
+            cluster += f" ({n_workers} worker{'s' if n_workers != 1 else ''})"
+            with progress_bar(total=len(pending), desc="compare", quiet=args.quiet, unit="task") as bar:
+                def on_result(rec):
+                    nonlocal finished
+                    store.add(rec)
+                    finished += 1
+                    bar.update(1)
+                try:
+                    _cmp.run_tasks(client, pending, data, measure=measure, on_result=on_result)
+                except KeyboardInterrupt:
+                    bar.close()
+                    print(f"treegen: interrupted: {len(done) + finished} of {len(tasks)} tasks finished, kept in "
+                          f"{results_path} (the same command resumes)", file=sys.stderr)
+                    return 130
+                except TreegenError as exc:
+                    raise TreegenError(f"{exc}; {len(done) + finished} of {len(tasks)} tasks finished, kept in "
+                                       f"{results_path} (the same command resumes)") from None
+    wall = time.perf_counter() - t0
+
+    # names come from this run (a record is found by what its result depends on, not by the names)
+    records = [{**store.records[t.key], "dataset": t.dataset, "method": t.method} for t in tasks]
+    if measure is None:
+        records = [{k: v for k, v in r.items() if k not in FLASH_FIELDS} for r in records]
+    summary = _cmp.summarize(records, [d.name for d in data], methods)
+    result = {
+        "command": _command(args), "datasets": info, "methods": _cmp.method_params(methods),
+        "folds": args.folds, "repeats": args.repeats, "seed": args.seed, "target": args.target,
+        "cluster": cluster, "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,
+        "results_file": results_path, "summary": summary, "records": records,
+    }
+    text = render_markdown(result)
+    sys.stdout.write(text)
+    write_json(args.json, result)
+    if args.markdown:
+        write_text(args.markdown, text, "Markdown file")
+    return 0

@@ -1,0 +1,514 @@
+"""Comparing algorithms and settings over many datasets: one task per (dataset, method, repetition, fold).
+
+The protocol is the one of :mod:`treegen.learn.cv`, task by task: the fold assignment of repetition
+``r`` comes from ``numpy.random.default_rng(seed + r)`` over the dataset's labels, and the estimator of
+fold ``f`` gets the seed :func:`treegen.learn.cv.fold_seed` ``(seed, r, f)``. A task therefore gives
+the same result wherever and whenever it runs — on a local process, on a remote Dask worker, after
+its first worker died — and a method's cell equals ``treegen cv`` with the same seed. Every method
+sees the same folds, so the per-dataset scores are paired (what the tests of
+:mod:`treegen.core.stats` need).
+
+Pieces:
+
+* :class:`Method` — a named (algorithm, parameters) setting; :func:`methods_from_spec` builds them from
+  ``--algos`` and a parameter file's contents.
+* :func:`plan` — the task list; every task has a ``key``: a hash of everything its result depends on
+  (dataset contents, algorithm, parameters, folds, seed, repetition, fold).
+* :func:`run_task` — one task (runs on a worker); ``measure(estimator, X_train)`` may add figures
+  (e.g. flash bytes of the export, which the learn layer cannot compute itself).
+* :class:`ResultsFile` — the resumable JSONL results file: one finished task per line, read back on a
+  rerun so finished tasks are skipped.
+* :func:`dask_client` / :func:`run_tasks` — the tasks on a Dask cluster (a local one sized to the
+  cores, or a running scheduler): datasets sent once to every worker, tasks submitted with the
+  dataset's future, results handed back as they finish; an interrupt cancels what is left.
+* :func:`summarize` — per-cell mean ± 95 % CI, best method per dataset, average ranks, Friedman with
+  Iman-Davenport + Nemenyi + Holm, and Wilcoxon for two methods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from concurrent.futures import CancelledError
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import signal
+import socket
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from treegen.core import stats
+from treegen.core.errors import DataError, TreegenError
+from treegen.core.metrics import summary
+from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
+from treegen.learn.estimators import ALGORITHMS
+
+#: fields of a task record that depend on the machine, not on the task (left out of comparisons)
+TIMING_FIELDS = ("train_seconds", "measure_seconds")
+
+
+# ---------------------------------------------------------------------- datasets and methods
+@dataclass(eq=False)
+class CompareData:
+    """A dataset as the workers get it: raw features, labels, and a digest of both."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    digest: str = ""
+
+    def __post_init__(self):
+        self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        self.y = np.asarray(self.y)
+        if self.X.ndim != 2 or self.X.shape[0] == 0:
+            raise DataError(f"dataset {self.name}: X must be a non-empty 2-D array, got shape {self.X.shape}")
+        if self.y.ndim != 1 or self.y.shape[0] != self.X.shape[0]:
+            raise DataError(f"dataset {self.name}: {self.X.shape[0]} rows but labels of shape {self.y.shape}")
+        if not self.digest:
+            h = hashlib.sha256(self.X.tobytes())
+            h.update(json.dumps([str(v) for v in self.y.tolist()]).encode())
+            self.digest = h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A column of the comparison: an algorithm with fixed parameters, under a display name."""
+
+    name: str
+    algorithm: str
+    params: dict = field(default_factory=dict, hash=False)
+
+    def factory(self) -> EstimatorFactory:
+        return EstimatorFactory(self.algorithm, self.params)
+
+
+def _setting_label(algo: str, params: dict, varying: Sequence[str]) -> str:
+    shown = [f"{k}={params[k]}" for k in varying if k in params]
+    return f"{algo}({', '.join(shown)})" if shown else algo
+
+
+def _probe(algo: str, params: dict) -> None:
+    """Fit the algorithm with ``params`` on a toy problem, so bad values fail now (estimators validate at
+    fit): at most 20 iterations, and the Python engine unless one is named."""
+    p = dict(params)
+    it = p.get("max_iter")
+    if isinstance(it, int) and not isinstance(it, bool) and it > 20:
+        p["max_iter"] = 20
+    factory = EstimatorFactory(algo, p)
+    if "engine" in factory.cls._param_names():
+        p.setdefault("engine", "python")
+        factory = EstimatorFactory(algo, p)
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]] * 2)
+    try:
+        factory(0).fit(X, np.array([0, 1, 0, 1] * 2))
+    except TreegenError as exc:
+        raise TreegenError(f"{algo}: {exc}") from None
+    except (TypeError, ArithmeticError) as exc:
+        raise TreegenError(f"{algo}: bad parameter value ({exc})") from None
+
+
+def methods_from_spec(algos: Sequence[str], params_spec: dict | None = None) -> list[Method]:
+    """Methods for algorithm names and a parameter specification.
+
+    ``params_spec`` maps an algorithm name to one parameter dict or a list of them (one method per
+    setting); a setting may carry ``"name"`` (the column title). Unnamed settings of one algorithm
+    are called ``algo(p=v, ...)`` by the parameters that differ between them, or just ``algo``.
+    Unknown algorithms, parameters not of the algorithm, a spec entry for an algorithm not in
+    ``algos`` and duplicate names raise :class:`TreegenError`.
+    """
+    algos = list(algos)
+    if not algos:
+        raise TreegenError("no algorithm given")
+    for a in algos:
+        if a not in ALGORITHMS:
+            raise TreegenError(f"unknown algorithm {a!r} (choose from {', '.join(ALGORITHMS)})")
+    if len(set(algos)) != len(algos):
+        raise TreegenError(f"algorithm listed twice in {','.join(algos)} (give several settings in the params file)")
+    spec = dict(params_spec or {})
+    extra = [k for k in spec if k not in algos]
+    if extra:
+        raise TreegenError(f"parameters given for algorithm {extra[0]!r}, which is not among the algorithms "
+                           f"({','.join(algos)})")
+    methods: list[Method] = []
+    for algo in algos:
+        settings = spec.get(algo, [{}])
+        if isinstance(settings, dict):
+            settings = [settings]
+        if not isinstance(settings, list) or not settings or not all(isinstance(s, dict) for s in settings):
+            raise TreegenError(f"parameters of {algo!r} must be a table of values or a list of tables")
+        plain = [{k: v for k, v in s.items() if k != "name"} for s in settings]
+        for s in plain:
+            for k, v in s.items():
+                if k in ("random_state", "callback"):
+                    raise TreegenError(f"parameter {k!r} of {algo!r} cannot be set in a comparison "
+                                       "(the seed comes from --seed)")
+                if not (v is None or isinstance(v, (bool, int, float, str))):
+                    raise TreegenError(f"parameter {k!r} of {algo!r} must be a number, string or boolean, got {v!r}")
+            _probe(algo, s)   # unknown option / bad value -> TreegenError, before any cluster starts
+        keys = sorted({k for s in plain for k in s})
+        varying = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True) for s in plain}) > 1]
+        for s, p in zip(settings, plain):
+            name = s.get("name")
+            if name is not None and (not isinstance(name, str) or not name.strip()):
+                raise TreegenError(f"setting name of {algo!r} must be a non-empty string, got {name!r}")
+            name = name or (_setting_label(algo, p, varying) if len(settings) > 1 else algo)
+            methods.append(Method(name, algo, p))
+    names = [m.name for m in methods]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise TreegenError(f"two settings are both called {dup!r}; give them distinct names")
+    return methods
+
+
+# ---------------------------------------------------------------------- tasks
+@dataclass(frozen=True)
+class Task:
+    """One fit + test: a method on one fold of one repetition of one dataset."""
+
+    key: str
+    dataset: str
+    method: str
+    algorithm: str
+    params: dict = field(hash=False)
+    folds: int = 5
+    split_seed: int = 0
+    repeat: int = 0
+    fold: int = 0
+    seed: int = 0
+
+
+def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: int, fold: int) -> str:
+    """Hash of everything a task's result depends on (not the display names)."""
+    ident = json.dumps({"data": data.digest, "algorithm": method.algorithm, "params": method.params,
+                        "folds": folds, "seed": seed, "repeat": repeat, "fold": fold}, sort_keys=True)
+    return hashlib.sha256(ident.encode()).hexdigest()[:24]
+
+
+def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: int = 5, repeats: int = 1,
+         seed: int = 0) -> list[Task]:
+    """Every (dataset, method, repetition, fold) task, datasets outermost, folds innermost."""
+    for name, value, minimum in (("folds", folds, 2), ("repeats", repeats, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise TreegenError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    names = [d.name for d in datasets]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise TreegenError(f"dataset {dup!r} given twice")
+    seen: dict[str, str] = {}
+    for d in datasets:
+        if d.digest in seen:
+            raise TreegenError(f"datasets {seen[d.digest]} and {d.name} have the same contents")
+        seen[d.digest] = d.name
+    tasks = []
+    for data in datasets:
+        n = data.X.shape[0]
+        if folds > n:
+            raise TreegenError(f"dataset {data.name}: folds ({folds}) cannot exceed the number of rows ({n})")
+        classes, counts = np.unique(data.y, return_counts=True)
+        if classes.shape[0] < 2:
+            raise DataError(f"dataset {data.name} has a single class ({classes[0]!r}); at least two are needed")
+        if counts.min() < folds:
+            warnings.warn(f"dataset {data.name}: the least populated class has only {int(counts.min())} member(s), "
+                          f"fewer than folds={folds}", UserWarning, stacklevel=2)
+        for m in methods:
+            for r in range(repeats):
+                for f in range(folds):
+                    tasks.append(Task(task_key(data, m, folds, seed, r, f), data.name, m.name, m.algorithm,
+                                      dict(m.params), folds, seed + r, r, f, fold_seed(seed, r, f)))
+    return tasks
+
+
+def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> dict:
+    """Fit the task's estimator on its training rows, score it on its test rows.
+
+    Returns the task's record: ``key, dataset, method, algorithm, repeat, fold, seed, n_train, n_test,
+    accuracy`` (%), ``leaves, depth, train_seconds`` and whatever ``measure(estimator, X_train)`` returns.
+    """
+    fold_of = stratified_fold_ids(data.y, task.folds, np.random.default_rng(task.split_seed))
+    test = np.flatnonzero(fold_of == task.fold)
+    train = np.flatnonzero(fold_of != task.fold)
+    est = EstimatorFactory(task.algorithm, task.params)(task.seed)
+    where = f"dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold {task.fold}"
+    t0 = time.perf_counter()
+    try:
+        est.fit(data.X[train], data.y[train])
+    except TreegenError as exc:
+        raise TreegenError(f"{where}: {exc}") from None
+    seconds = time.perf_counter() - t0
+    pred = np.asarray(est.predict(data.X[test]))
+    record = {
+        "key": task.key, "dataset": task.dataset, "method": task.method, "algorithm": task.algorithm,
+        "repeat": task.repeat, "fold": task.fold, "seed": task.seed,
+        "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
+        "accuracy": 100.0 * float(np.mean(pred == data.y[test])),
+        "leaves": int(est.tree_.n_leaves), "depth": int(est.tree_.depth), "train_seconds": seconds,
+    }
+    if measure is not None:
+        t0 = time.perf_counter()
+        try:
+            record.update(measure(est, data.X[train]))
+        except TreegenError as exc:
+            raise TreegenError(f"{where}: {exc}") from None
+        record["measure_seconds"] = time.perf_counter() - t0
+    return record
+
+
+# ---------------------------------------------------------------------- the results file
+class ResultsFile:
+    """Finished tasks, one JSON object per line, appended as they arrive (``path`` None: in memory only).
+
+    Lines that do not parse (a run killed while writing) are ignored; records are looked up by ``key``,
+    so a file may hold tasks of other comparisons too (they are kept, and not used).
+    """
+
+    def __init__(self, path: str | os.PathLike | None):
+        self.path = None if path is None else Path(path)
+        self.records: dict[str, dict] = {}
+        self.ignored_lines = 0
+        if self.path is not None and self.path.exists():
+            if self.path.is_dir():
+                raise TreegenError(f"results file {self.path} is a directory")
+            try:
+                text = self.path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise TreegenError(f"cannot read results file {self.path}: {exc}") from None
+            for line in text.splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    self.ignored_lines += bool(line.strip())
+                    continue
+                if isinstance(rec, dict) and isinstance(rec.get("key"), str):
+                    self.records[rec["key"]] = rec
+                else:
+                    self.ignored_lines += 1
+
+    def done(self, tasks: Iterable[Task]) -> dict[str, dict]:
+        """The finished records among ``tasks`` (by key)."""
+        return {t.key: self.records[t.key] for t in tasks if t.key in self.records}
+
+    def add(self, record: dict) -> None:
+        self.records[record["key"]] = record
+        if self.path is None:
+            return
+        try:
+            with open(self.path, "a+", encoding="utf-8") as fh:
+                if fh.tell() > 0:        # a line cut short by a killed run must not swallow this one
+                    fh.seek(fh.tell() - 1)
+                    if fh.read(1) != "\n":
+                        fh.write("\n")
+                fh.write(json.dumps(record, allow_nan=False) + "\n")
+        except OSError as exc:
+            raise TreegenError(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
+
+
+# ---------------------------------------------------------------------- Dask
+def _distributed():
+    try:
+        import distributed
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise TreegenError("the 'distributed' package (Dask) is needed: pip install distributed") from None
+    return distributed
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint():
+    """Start processes with SIGINT ignored (inherited across exec): Ctrl-C in a terminal signals the whole
+    process group, and only this process should react — by cancelling the tasks and closing the cluster."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, workers: int | None = None, *, timeout: float = 5.0,
+                quiet_logs: bool = True) -> Iterator:
+    """A ``distributed.Client``: connected to ``scheduler`` (``tcp://HOST:PORT``), or to a local cluster
+    of ``workers`` single-threaded worker processes (default: one per core). Closed on exit.
+
+    An unreachable scheduler raises :class:`TreegenError` after ``timeout`` seconds.
+    """
+    distributed = _distributed()
+    if quiet_logs:   # Dask's own log lines (tracebacks of lost connections ...): the caller reports errors
+        for name in ("distributed", "distributed.client", "distributed.scheduler", "distributed.worker",
+                     "distributed.nanny", "distributed.core", "distributed.comm", "distributed.batched"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    if scheduler is not None:
+        if workers is not None:
+            raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
+        address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
+        fail = f"cannot reach the Dask scheduler at {scheduler}"
+        if address.startswith("tcp://"):   # a refused or unroutable address fails here, without Dask's retries
+            host, _, port = address[len("tcp://"):].rpartition(":")
+            if not host or not port.isdigit():
+                raise TreegenError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+            except OSError as exc:
+                raise TreegenError(f"{fail}: {exc.strerror or type(exc).__name__}") from None
+        try:
+            client = distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            if len(reason) > 160:
+                reason = reason[:157] + "..."
+            raise TreegenError(f"{fail} within {timeout:g} s ({reason})") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    n = (os.cpu_count() or 1) if workers is None else workers
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise TreegenError(f"workers must be an integer >= 1, got {workers!r}")
+    with warnings.catch_warnings(), _workers_ignore_sigint():
+        warnings.filterwarnings("ignore", message="Port .* is already in use")   # its HTTP server moves elsewhere
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                           scheduler_port=0, host="127.0.0.1",
+                                           silence_logs=logging.CRITICAL + 1 if quiet_logs else logging.WARNING)
+    try:
+        client = distributed.Client(cluster, set_as_default=False)
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def _dataset(data: CompareData) -> CompareData:
+    return data
+
+
+def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *, measure: Callable | None = None,
+              on_result: Callable[[dict], None] | None = None) -> list[dict]:
+    """Run ``tasks`` on the Dask ``client``; return their records in task order.
+
+    Every dataset a task needs is sent once to every worker (a task returning it, replicated to all
+    workers; unlike scattered data it is recomputed if the worker holding it dies) and tasks get its
+    future, so a task ships only its small description. ``on_result(record)`` is called in this
+    process as each task finishes (write it, advance a progress bar). A failing task cancels the
+    rest and raises its error; so does an interrupt (``KeyboardInterrupt`` propagates after the
+    remaining tasks are cancelled). Tasks of a worker lost mid-run are rerun by Dask elsewhere.
+    """
+    distributed = _distributed()
+    if not tasks:
+        return []
+    by_name = {d.name: d for d in datasets}
+    needed = sorted({t.dataset for t in tasks})
+    missing = [n for n in needed if n not in by_name]
+    if missing:
+        raise TreegenError(f"no data for dataset {missing[0]!r}")
+    # each dataset as a task that returns it: the scheduler keeps it in the graph, so a copy lost with a
+    # worker is recomputed (scattered data would be lost for good), and a copy is placed on every worker
+    future_of = {n: client.submit(_dataset, by_name[n], key=f"treegen-data-{by_name[n].digest}", pure=False)
+                 for n in needed}
+    client.replicate(list(future_of.values()))
+    futures = [client.submit(run_task, t, future_of[t.dataset], measure, key=f"treegen-task-{t.key}", pure=False,
+                             retries=0) for t in tasks]
+    index = {f.key: i for i, f in enumerate(futures)}
+    records: list[dict | None] = [None] * len(tasks)
+    try:
+        for fut in distributed.as_completed(futures, loop=client.loop):
+            try:
+                rec = fut.result()
+            except (distributed.KilledWorker, CancelledError, OSError, TimeoutError) as exc:
+                task = tasks[index[fut.key]]
+                if isinstance(exc, distributed.KilledWorker):
+                    what = "its workers died while running it"
+                else:
+                    reason = re.search(r"reason: ([^.]+)", str(exc))
+                    what = (f"the cluster cancelled it ({reason.group(1)})" if reason else
+                            f"the cluster dropped it ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})")
+                raise TreegenError(f"task dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold "
+                                   f"{task.fold}: {what}") from None
+            records[index[fut.key]] = rec
+            if on_result is not None:
+                on_result(rec)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        client.cancel(list(future_of.values()))
+    return records  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------- summary and statistics
+def _stat(values: list) -> dict | None:
+    vals = [v for v in values if v is not None]
+    return summary(vals) if vals and len(vals) == len(values) else None
+
+
+def summarize(records: Sequence[dict], datasets: Sequence[str], methods: Sequence[Method], *,
+              alpha: float = 0.05) -> dict:
+    """The comparison's tables and tests from the task records.
+
+    Returns ``{"datasets", "methods", "cells": {dataset: {method: cell}}, "best": {dataset: [methods]},
+    "scores": [[mean accuracy]] (datasets x methods), "average_ranks", "friedman", "wilcoxon"}``;
+    a cell is ``{"accuracy", "leaves", "depth", "flash_bytes", "train_seconds": {"mean", "ci95"},
+    "n_folds"}`` (``flash_bytes`` None when not measured). Best = highest mean accuracy (ties: all).
+    Friedman needs >= 2 datasets and >= 2 methods; Wilcoxon is given for exactly two methods.
+    """
+    names = [m.name for m in methods]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["dataset"], r["method"]), []).append(r)
+    cells: dict[str, dict[str, dict]] = {}
+    for ds in datasets:
+        cells[ds] = {}
+        for m in names:
+            recs = sorted(groups.get((ds, m), []), key=lambda r: (r["repeat"], r["fold"]))
+            if not recs:
+                raise TreegenError(f"no results for {m} on {ds}")
+            cells[ds][m] = {
+                "accuracy": summary([r["accuracy"] for r in recs]),
+                "leaves": summary([r["leaves"] for r in recs]),
+                "depth": summary([r["depth"] for r in recs]),
+                "flash_bytes": _stat([r.get("flash_bytes") for r in recs]),
+                "train_seconds": summary([r["train_seconds"] for r in recs]),
+                "n_folds": len(recs),
+            }
+    scores = np.array([[cells[ds][m]["accuracy"]["mean"] for m in names] for ds in datasets], dtype=np.float64)
+    best = {}
+    for i, ds in enumerate(datasets):
+        top = np.round(scores[i], stats.TIE_DECIMALS)
+        best[ds] = [names[j] for j in np.flatnonzero(top == top.max())]
+    out = {"datasets": list(datasets), "methods": names, "cells": cells, "best": best,
+           "scores": scores.tolist(), "average_ranks": None, "friedman": None, "wilcoxon": None}
+    if len(datasets) >= 1:
+        out["average_ranks"] = dict(zip(names, map(float, stats.average_ranks(scores))))
+    if len(datasets) >= 2 and len(names) >= 2:
+        out["friedman"] = stats.friedman(scores, names, alpha=alpha)
+        out["friedman"]["iman_davenport"] = finite_or_none(out["friedman"]["iman_davenport"])  # JSON has no inf
+        if len(names) == 2:
+            out["wilcoxon"] = {"a": names[0], "b": names[1], **stats.wilcoxon(scores[:, 0], scores[:, 1])}
+    return out
+
+
+def method_params(methods: Sequence[Method]) -> dict:
+    """Each method's full estimator parameters (defaults filled in), JSON-ready."""
+    return {m.name: {"algorithm": m.algorithm, "params": _plain_params(m.factory()(0).get_params())}
+            for m in methods}
+
+
+def strip_timing(records: Iterable[dict]) -> list[dict]:
+    """Records without the machine-dependent fields (for comparing two runs)."""
+    return [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in records]
+
+
+def finite_or_none(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
