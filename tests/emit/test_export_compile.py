@@ -29,7 +29,8 @@ def _mixed_model():
     return make_model(trees, 11, 5, classes=["walk", "run", "sit", "stand", "lie"], dataset="mixed.csv")
 
 
-MODELS = {"axis": lambda: small_models()["axis"], "mixed": _mixed_model}
+MODELS = {"axis": lambda: small_models()["axis"], "mixed": _mixed_model,
+          "forest": lambda: small_models()["forest"]}   # soft vote, predict_proba, raw thresholds
 CONFIGS = [("q15", "scalar"), ("q15", "dsp"), ("f32", "auto")]
 
 
@@ -41,7 +42,7 @@ def compilers():
 def _jobs(model_key: str, layout: str, dtype: str, variant: str, out, compilers) -> list:
     model = MODELS[model_key]()
     export_model(model, out, target="cortex-m4", layout=layout, dtype=dtype, variant=variant, measure=False)
-    name = "demo" if model_key == "axis" else "mixed"
+    name = "mixed" if model_key == "mixed" else "demo"
     src, main = out / f"{name}.c", out / "main.c"
     jobs = [("run", [compilers["host"], *STRICT_CFLAGS, "-O2", str(src), str(main), "-o", str(out / "host")])]
     cpus = DSP_CPUS if variant == "dsp" else ARM_CPUS

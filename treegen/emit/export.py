@@ -491,7 +491,8 @@ def build_context(model: Model, *, name: str, target: _targets.Target, layout: s
                  for k, t in enumerate(model.trees)]
         hi = max(max(t["n_internal"] - 1, 0) for t in trees)
     lo = -n_leaf_values
-    ref_t = int_type(lo, hi, f"child reference ({hi + 1} internal nodes, {n_leaf_values} leaf values)")
+    leaf_what = f"{n_classes} classes" if soft is None else f"{n_leaf_values} leaf probability rows"
+    ref_t = int_type(lo, hi, f"child reference ({hi + 1} internal nodes, {leaf_what})")
     for t in trees:
         t["acc_c"] = "int64_t" if t["acc_bits"] == 64 else "int32_t"
     oblique = [t for t in trees if t["kind"] == "oblique"]
@@ -675,6 +676,21 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
                 agreement["accuracy_fixed_pct"] = 100.0 * float(np.mean(fixed_pred == y))
             else:
                 agreement["accuracy_f32_pct"] = 100.0 * float(np.mean(f32_pred == y))
+
+    if dtype == "f32":
+        if ctx["has_axis"] and model.has_raw_thresholds:
+            notes.append("f32: axis trees compare the raw float32 inputs with the source model's own thresholds "
+                         "(x <= the largest float32 not above t): its branch for every float32 input")
+        elif ctx["has_axis"]:
+            notes.append("f32: axis trees compare the raw float32 inputs with thresholds converted to raw units "
+                         "at export: the same branch as the Q15 model for every float32 input, no scaling on "
+                         "the device")
+        if ctx["has_oblique"]:
+            notes.append("f32: oblique trees fold the input scaling into float32 weights and thresholds (no Q15 "
+                         "snapping, no clipping): agreement with the float model is measured, not exact")
+        if agreement is not None and "f32_vs_float_pct" in agreement:
+            notes.append(f"f32: {agreement['f32_vs_float_pct']:.2f} % agreement with the float model "
+                         f"({agreement['rows']} rows)")
 
     # ---- what is guaranteed, for every input of the model's input contract
     contract = model.contract
