@@ -175,7 +175,8 @@ def generate(impl: str, est, model, name: str, n_features: int, out: Path) -> tu
     if impl == "micromlgen-float":
         from micromlgen import port
 
-        code = port(est)
+        # <cstdarg> (unused by the code) is not shipped for arm-none-eabi here (no C++ runtime): <stdarg.h>
+        code = port(est).replace("#include <cstdarg>", "#include <stdarg.h>")
         cls = "RandomForest" if hasattr(est, "estimators_") else "DecisionTree"
         (out / "mm_model.cpp").write_text(
             "#include <stdint.h>\n" + code +

@@ -105,7 +105,8 @@ def test_header_twice_two_models_and_cplusplus(compilers, tmp_path):
 @pytest.mark.parametrize("layout", ["table", "unrolled"])
 def test_q15_path_has_no_float(layout, compilers, tmp_path):
     """On Cortex-M0+ (no FPU) any float operation would be a call to a soft-float routine
-    (__aeabi_f*/__aeabi_d*): only the raw-input wrapper tg_<name>_predict may have them."""
+    (__aeabi_f*/__aeabi_d*): only the raw-input scaling tg_<name>_scale_q15 (IEEE double, called by
+    tg_<name>_predict) may have them."""
     objdump = require("arm-none-eabi-objdump")
     export_model(_mixed_model(), tmp_path, target="cortex-m0plus", layout=layout, measure=False)
     obj = tmp_path / "mixed.o"
@@ -118,7 +119,7 @@ def test_q15_path_has_no_float(layout, compilers, tmp_path):
             section = line.split("[", 1)[1].rstrip("]:")
         elif "__aeabi_f" in line or "__aeabi_d" in line:
             float_users.add(section)
-    assert float_users == {".text.tg_mixed_predict"}, float_users
+    assert float_users == {".text.tg_mixed_scale_q15"}, float_users
 
 
 def _axis_minmax_model():

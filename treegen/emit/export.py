@@ -315,20 +315,22 @@ def _f32_fold(tree, n: int, scaling) -> tuple[np.ndarray, np.float32]:
     return w32, np.float32(min(max(theta, -_F32_MAX), _F32_MAX))
 
 
-def _f32_tree_data(index: int, tree, scaling, leaf_ids=None) -> dict:
+def _f32_tree_data(index: int, tree, scaling, leaf_ids=None, source_thresholds: bool = True) -> dict:
     """A float tree as f32 template data, in pre-order with the child references of the q15 trees.
 
     Axis trees with raw thresholds (imported): each test is the source's ``float32(x) <= t``, i.e.
     ``x <= `` the largest float32 not above ``t``. Other axis trees: each test becomes an exact test of
     the raw float32 input (:func:`f32_axis_split`) on the quantised tree's integer thresholds.
     Oblique trees: scaling folded into the weights. ``leaf_ids``: what leaves return (soft voting).
+    ``source_thresholds=False``: the Q15 model's raw splits even where raw thresholds exist (the q15
+    export's raw-input entry point).
     """
     axis = tree.is_axis_parallel()
     leaf_value = tree.leaf_class if leaf_ids is None else np.asarray(leaf_ids)
     if axis:
         qt = _quantize.quantize_tree(tree, leaf_ids=leaf_ids)
         splits = [None] * qt.n_internal
-        if tree.raw_threshold is not None:
+        if tree.raw_threshold is not None and source_thresholds:
             order = [k for k in tree.preorder() if tree.left[k] != LEAF]
             below, _ = f32_below_above(tree.raw_threshold[order])
             splits = [("le", np.float32(b)) for b in below]
@@ -354,7 +356,7 @@ def _f32_tree_data(index: int, tree, scaling, leaf_ids=None) -> dict:
         root = ref(0)
     _mark_constant_tests(nodes, None)
     kind = "leaf" if root < 0 else ("axis" if axis else "oblique")
-    raw = axis and tree.raw_threshold is not None
+    raw = axis and tree.raw_threshold is not None and source_thresholds
     return {"index": index, "kind": kind, "root": root, "n_internal": len(nodes), "n_leaves": tree.n_leaves,
             "depth": tree.depth, "leaf_class": -root - 1 if root < 0 else -1, "acc_bits": 0, "acc_bound": 0,
             "exact": kind != "oblique", "raw_thresholds": raw, "nodes": nodes}
@@ -497,6 +499,14 @@ def build_context(model: Model, *, name: str, target: _targets.Target, layout: s
         t["acc_c"] = "int64_t" if t["acc_bits"] == 64 else "int32_t"
     oblique = [t for t in trees if t["kind"] == "oblique"]
     scale = model.scaling
+    # q15, axis trees only: the raw-input entry point tests each Q15 split on the raw float32 bits
+    raw_split = dtype == "q15" and not oblique
+    raw_trees = ([_f32_tree_data(k, t, scale, None if soft is None else soft.leaf_ids[k], source_thresholds=False)
+                  for k, t in enumerate(model.trees)] if raw_split else [])
+    if raw_split:
+        hi_raw = max(max(t["n_internal"] - 1, 0) for t in raw_trees)
+        if hi_raw > hi:
+            ref_t = int_type(lo, hi_raw, f"child reference ({hi_raw + 1} internal nodes, {leaf_what})")
     ctx = {
         "version": __version__,
         "model_hash": model.hash(),
@@ -517,8 +527,10 @@ def build_context(model: Model, *, name: str, target: _targets.Target, layout: s
         "vote": "soft" if soft is not None else "hard",
         "soft": None if soft is None else {
             "rows": [[int(v) for v in row] for row in soft.table], "n_rows": soft.n_rows,
-            "exact": bool(soft.exact), "bound": f"{soft.bound:.3g}"},
+            "exact": bool(soft.exact), "bound": f"{soft.bound:.3g}", "onehot": bool(soft.onehot)},
         "raw_thresholds": model.has_raw_thresholds,
+        "raw_split": raw_split, "raw_trees": raw_trees,
+        "has_raw_axis": any(t["kind"] == "axis" for t in raw_trees),
         "trees": trees,
         "ref_t": ref_t, "feat_t": feat_t,
         "acc_sizes": sorted({t["acc_bits"] for t in oblique}),
@@ -583,13 +595,14 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
     if not sections:
         return None
     skip = {f".rodata.tg_{name}_class_labels", f".text.tg_{name}_predict", f".text.tg_{name}_predict_proba",
-            f".text.tg_{name}_predict_proba_q15"}
+            f".text.tg_{name}_predict_proba_q15", f".text.tg_{name}_sums_raw", f".rodata.tg_{name}_trees_raw"}
     if dtype == "q15":
         skip |= {f".text.tg_{name}_scale_q15", f".rodata.tg_{name}_offset", f".rodata.tg_{name}_scale",
                  f".rodata.tg_{name}_used"}
     return sum(v for k, v in sections.items()
                if k.startswith((".text", ".rodata", ".data", ".sdata"))
-               and k not in skip and not k.startswith(".rodata.str"))  # .rodata.str*: the label strings
+               and k not in skip and not k.startswith(".rodata.str")  # .rodata.str*: the label strings
+               and not k.startswith((f".rodata.tg_{name}_r", f".text.tg_{name}_raw")))  # q15's raw-input path
 
 
 # ---------------------------------------------------------------------- the export

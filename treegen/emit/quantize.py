@@ -322,6 +322,7 @@ class SoftVote:
     leaf_ids: list          # per tree: int64 (n_nodes,) row index of each leaf (-1 for internal nodes)
     exact: bool
     bound: float
+    onehot: bool = False    # every leaf is pure: row k is class k (the C adds 32768 to the leaf's class)
 
     @property
     def n_rows(self) -> int:
@@ -352,7 +353,13 @@ def soft_vote(model) -> SoftVote:
         leaf_ids.append(ids)
     n_trees = len(model.trees)
     bound = 0.0 if exact else 2.0 ** -PROBA_BITS + n_trees * 2.0 ** -52
-    return SoftVote(np.array(table, dtype=np.int64).reshape(-1, model.n_classes), leaf_ids, exact, bound)
+    table = np.array(table, dtype=np.int64).reshape(-1, model.n_classes)
+    if np.all(np.count_nonzero(table, axis=1) == 1):   # pure leaves: row = class, sums = 32768 * votes
+        cls = table.argmax(axis=1)
+        leaf_ids = [np.where(ids >= 0, cls[np.maximum(ids, 0)], -1) for ids in leaf_ids]
+        table = np.eye(model.n_classes, dtype=np.int64) * PROBA_ONE
+        return SoftVote(table, leaf_ids, True, 0.0, True)
+    return SoftVote(table, leaf_ids, exact, bound)
 
 
 def soft_sums(qtrees: list, sv: SoftVote, X_q15: np.ndarray) -> np.ndarray:

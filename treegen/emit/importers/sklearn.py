@@ -360,12 +360,16 @@ def _grid_threshold(t: float, f: int, scaling: InputScaling, Xq: np.ndarray, X32
     """Integer grid boundary Q for ``x_raw <= t`` on feature ``f``: the node tests ``q <= Q``.
 
     Start from the grid point at or below the exact image of ``t`` (of the middle of the float32 gap
-    containing it: the point scikit-learn's float32 test really splits at); move it, if needed, so that every
-    row of ``X`` keeps scikit-learn's side. Returns (Q, every row of X kept its side).
+    containing it: the point scikit-learn's float32 test really splits at) -- or, when ``t`` is itself a
+    float32 value (scikit-learn >= 1.9 can place a threshold on a data value), the grid point of ``t``, so
+    that value stays left; move it, if needed, so that every row of ``X`` keeps scikit-learn's side. Returns (Q, every row of X kept its side).
     """
     # image of the float32 gap around t (no float32 input lies strictly between t and that midpoint)
     u = (_f32_gap_midpoint(t) - scaling.offset[f]) * scaling.scale[f] * Q15_ONE
     Q0 = int(np.clip(np.floor(u), -1, Q15_MAX))
+    below, _ = f32_split(t)
+    if below == t:   # the threshold is itself a float32 value (a data value scikit-learn sends left): keep it left
+        Q0 = max(Q0, int(scaling.to_q15(np.full((1, scaling.n_features), below))[0, f]))
     goes_left = X32[:, f] <= t
     q = Xq[:, f]
     qa = int(q[goes_left].max()) if goes_left.any() else -1          # every left row needs q <= Q

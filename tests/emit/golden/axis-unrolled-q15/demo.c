@@ -21,14 +21,51 @@
  *   fits in 31 bits; |acc| <= sum_i |w[i]| * 32767 (the bound above, for every partial sum too),
  *   so the accumulator (int32_t when that bound is < 2^31, else int64_t) never overflows and never
  *   saturates. Comparisons are exact integer comparisons: no rounding happens anywhere.
- *   Raw inputs (tg_demo_predict): q = rint(((x_raw - offset) * scale) * 32768) in IEEE
- *   double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling method
- *   "q15". The same operations in the same order as the Python model: the same
- *   Q15 value for every float32 input.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "q15". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) needs no scaling arithmetic: every axis test q(x) <= T
+ *   was turned at export into x <= t, t the largest float32 with q(t) <= T (binary search over the
+ *   float32 values, q monotone), compared on the IEEE-754 bits: the class tg_demo_predict_q15
+ *   gives for the Python model's Q15 values, for every float32 input.
  *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
  *   by this scaling.
  */
 #include "demo.h"
+
+#include <float.h>
+
+/* Axis tests compare IEEE-754 binary32 bit patterns as integers: float must be binary32, stored in
+ * the byte order of int32_t (every Arm Cortex-M and x86 target). Checked at compile time (C99: a
+ * negative array size is an error). The bits are read through a union (C99 6.5.2.3: the bytes are
+ * reinterpreted; a single integer load on every core, also where a 4-byte memcpy stays a call). */
+typedef char tg_demo_float_is_binary32[(sizeof(float) == 4 && FLT_RADIX == 2 && FLT_MANT_DIG == 24
+                                               && FLT_MAX_EXP == 128) ? 1 : -1];
+
+/* the bits of x[i] as int32_t: for t >= +0, x <= t  <=>  sbits(x) <= bits(t) */
+static inline int32_t tg_demo_sbits(const float *x, int i)
+{
+    union {
+        float f;
+        int32_t i;
+    } u;
+
+    u.f = x[i];
+    return u.i;
+}
+
+/* the bits of x[i] as uint32_t: for t < 0, x <= t  <=>  ubits(x) >= bits(t) */
+static inline uint32_t tg_demo_ubits(const float *x, int i)
+{
+    union {
+        float f;
+        uint32_t u;
+    } u;
+
+    u.f = x[i];
+    return u.u;
+}
 
 const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "setosa",
@@ -54,7 +91,7 @@ static const double tg_demo_scale[2] = {
 };
 
 /* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
+void tg_demo_scale_q15(const float *x_raw, int16_t *q)
 {
     int i;
 
@@ -93,10 +130,19 @@ node_1:
     return 2;
 }
 
-int tg_demo_predict(const float *x_raw)
+/* tree 0 (axis, 2 internal nodes), unrolled: one block per node; each test is
+ * x[f] <= t on the raw input, done on its bits (see above) */
+static int tg_demo_raw0(const float *x)
 {
-    int16_t q[TG_DEMO_N_FEATURES];
+    if (tg_demo_sbits(x, 0) <= 0x46800100) goto node_1; /* x[0] <= 16384.5 */
+    return 1;
+node_1:
+    if (tg_demo_sbits(x, 2) <= 0x463FFDFF) return 0; /* x[2] <= 12287.499 */
+    return 2;
+}
 
-    tg_demo_scale_q15(x_raw, q);
-    return tg_demo_predict_q15(q);
+/* raw-input entry point: every Q15 test evaluated on the raw float32 input (see the banner) */
+int tg_demo_predict(const float *x)
+{
+    return tg_demo_raw0(x);
 }

@@ -23,12 +23,49 @@
  *   fits in 31 bits; |acc| <= sum_i |w[i]| * 32767 (the bound above, for every partial sum too),
  *   so the accumulator (int32_t when that bound is < 2^31, else int64_t) never overflows and never
  *   saturates. Comparisons are exact integer comparisons: no rounding happens anywhere.
- *   Raw inputs (tg_demo_predict): q = rint(((x_raw - offset) * scale) * 32768) in IEEE
- *   double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling method
- *   "minmax". The same operations in the same order as the Python model: the same
- *   Q15 value for every float32 input.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "minmax". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) needs no scaling arithmetic: every axis test q(x) <= T
+ *   was turned at export into x <= t, t the largest float32 with q(t) <= T (binary search over the
+ *   float32 values, q monotone), compared on the IEEE-754 bits: the class tg_demo_predict_q15
+ *   gives for the Python model's Q15 values, for every float32 input.
  */
 #include "demo.h"
+
+#include <float.h>
+
+/* Axis tests compare IEEE-754 binary32 bit patterns as integers: float must be binary32, stored in
+ * the byte order of int32_t (every Arm Cortex-M and x86 target). Checked at compile time (C99: a
+ * negative array size is an error). The bits are read through a union (C99 6.5.2.3: the bytes are
+ * reinterpreted; a single integer load on every core, also where a 4-byte memcpy stays a call). */
+typedef char tg_demo_float_is_binary32[(sizeof(float) == 4 && FLT_RADIX == 2 && FLT_MANT_DIG == 24
+                                               && FLT_MAX_EXP == 128) ? 1 : -1];
+
+/* the bits of x[i] as int32_t: for t >= +0, x <= t  <=>  sbits(x) <= bits(t) */
+static inline int32_t tg_demo_sbits(const float *x, int i)
+{
+    union {
+        float f;
+        int32_t i;
+    } u;
+
+    u.f = x[i];
+    return u.i;
+}
+
+/* the bits of x[i] as uint32_t: for t < 0, x <= t  <=>  ubits(x) >= bits(t) */
+static inline uint32_t tg_demo_ubits(const float *x, int i)
+{
+    union {
+        float f;
+        uint32_t u;
+    } u;
+
+    u.f = x[i];
+    return u.u;
+}
 
 const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "setosa",
@@ -54,7 +91,7 @@ static const double tg_demo_scale[2] = {
 };
 
 /* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
+void tg_demo_scale_q15(const float *x_raw, int16_t *q)
 {
     int i;
 
@@ -164,18 +201,73 @@ void tg_demo_predict_proba_q15(const int16_t *x, uint16_t *proba)
     }
 }
 
-int tg_demo_predict(const float *x_raw)
+/* tree 0 (axis, 2 internal nodes), unrolled: one block per node; each test is
+ * x[f] <= t on the raw input, done on its bits (see above) */
+static int tg_demo_raw0(const float *x)
 {
-    int16_t q[TG_DEMO_N_FEATURES];
-
-    tg_demo_scale_q15(x_raw, q);
-    return tg_demo_predict_q15(q);
+    if (tg_demo_sbits(x, 0) <= 0x40000100) goto node_1; /* x[0] <= 2.000061 */
+    return 0;
+node_1:
+    if (tg_demo_sbits(x, 2) <= 0x38000100) return 1; /* x[2] <= 3.051851e-05 */
+    return 2;
 }
 
-void tg_demo_predict_proba(const float *x_raw, uint16_t *proba)
+/* tree 1 (axis, 2 internal nodes), unrolled: one block per node; each test is
+ * x[f] <= t on the raw input, done on its bits (see above) */
+static int tg_demo_raw1(const float *x)
 {
-    int16_t q[TG_DEMO_N_FEATURES];
+    if (tg_demo_sbits(x, 0) <= 0x40000100) goto node_1; /* x[0] <= 2.000061 */
+    return 3;
+node_1:
+    if (tg_demo_sbits(x, 2) <= 0x38000100) return 4; /* x[2] <= 3.051851e-05 */
+    return 5;
+}
 
-    tg_demo_scale_q15(x_raw, q);
-    tg_demo_predict_proba_q15(q, proba);
+static int (*const tg_demo_trees_raw[TG_DEMO_N_TREES])(const float *) = {
+    tg_demo_raw0, tg_demo_raw1
+};
+
+/* sum[c] = sum over the trees of the probability of class c at the leaf reached (units of 2^-15).
+ * Every sum is at most 2 * 32768 < 2^32: uint32_t, no overflow; integer, no rounding. */
+static void tg_demo_sums_raw(const float *x, uint32_t *sum)
+{
+    int c, k;
+
+    for (c = 0; c < TG_DEMO_N_CLASSES; c++) {
+        sum[c] = 0u;
+    }
+    for (k = 0; k < TG_DEMO_N_TREES; k++) {
+        const uint16_t *p = tg_demo_proba_rows[tg_demo_trees_raw[k](x)];
+
+        for (c = 0; c < TG_DEMO_N_CLASSES; c++) {
+            sum[c] += p[c];
+        }
+    }
+}
+
+/* soft vote: the first class with the largest probability sum (scikit-learn's argmax) */
+int tg_demo_predict(const float *x)
+{
+    uint32_t sum[TG_DEMO_N_CLASSES];
+    int c, best = 0;
+
+    tg_demo_sums_raw(x, sum);
+    for (c = 1; c < TG_DEMO_N_CLASSES; c++) {
+        if (sum[c] > sum[best]) {
+            best = c; /* strictly larger: ties keep the lowest class index */
+        }
+    }
+    return best;
+}
+
+/* mean class probabilities, uint16_t units of 2^-15 (32768 = 1.0): (sum + 1) / 2 */
+void tg_demo_predict_proba(const float *x, uint16_t *proba)
+{
+    uint32_t sum[TG_DEMO_N_CLASSES];
+    int c;
+
+    tg_demo_sums_raw(x, sum);
+    for (c = 0; c < TG_DEMO_N_CLASSES; c++) {
+        proba[c] = (uint16_t)((sum[c] + 1u) / 2u);
+    }
 }

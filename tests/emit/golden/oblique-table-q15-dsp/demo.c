@@ -24,10 +24,11 @@
  *   Variant dsp: pairs of adjacent terms use the dual 16-bit MAC (SMLAD for int32_t, SMLALD for
  *   int64_t accumulators) on cores with __ARM_FEATURE_DSP, elsewhere a portable emulation with the
  *   same (wrap-around) semantics; the bound above means no wrap ever happens: bit-exact with scalar.
- *   Raw inputs (tg_demo_predict): q = rint(((x_raw - offset) * scale) * 32768) in IEEE
- *   double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling method
- *   "q15". The same operations in the same order as the Python model: the same
- *   Q15 value for every float32 input.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "q15". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
  *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
  *   by this scaling.
  */
@@ -110,7 +111,7 @@ static const double tg_demo_scale[3] = {
 };
 
 /* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
+void tg_demo_scale_q15(const float *x_raw, int16_t *q)
 {
     int i;
 

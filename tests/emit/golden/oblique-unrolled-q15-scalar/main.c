@@ -22,10 +22,11 @@
  *   so the accumulator (int32_t when that bound is < 2^31, else int64_t) never overflows and never
  *   saturates. Comparisons are exact integer comparisons: no rounding happens anywhere.
  *   Variant scalar: portable C99 multiply-accumulate, one term at a time.
- *   Raw inputs (tg_demo_predict): q = rint(((x_raw - offset) * scale) * 32768) in IEEE
- *   double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling method
- *   "q15". The same operations in the same order as the Python model: the same
- *   Q15 value for every float32 input.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "q15". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
  *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
  *   by this scaling.
  */
