@@ -22,6 +22,9 @@ Row sets (every value a float32, as scikit-learn and the C see it):
 - ``threshold``: for every split of every tree, two test rows with the split feature set to the
   largest float32 <= t and to the next float32 (the two inputs scikit-learn separates).
 
+Models of the ``integer`` input contract (integer training data: ``digits``, ``pid``) get rows of
+their contract: integer random rows, and floor(t), floor(t) + 1 as threshold values.
+
 Agreement with scikit-learn's ``predict`` is computed from the host-compiled C (gcc -O2; the same
 C as on the target) of every implementation: treegen ``f32`` (raw float32 in), treegen ``q15`` through
 ``tg_<n>_predict`` (raw float32 in, Q15 scaling on the device), emlearn 0.23.2 inline ``float`` and
@@ -111,18 +114,24 @@ def load_dataset(name: str):
     return data[:, :-1].astype(np.float64), data[:, -1]
 
 
-def row_sets(est, X_train, X_test, n_random: int) -> dict:
+def row_sets(est, X_train, X_test, n_random: int, integer: bool = False) -> dict:
+    """Test, random and threshold rows; for a model of the ``integer`` input contract (integer training
+    data) the random rows are integers and the threshold rows floor(t) and floor(t) + 1."""
     from treegen.emit.quantize import f32_below_above
 
     rng = np.random.default_rng(1)
     lo, hi = X_train.min(axis=0), X_train.max(axis=0)
     R = rng.uniform(lo, hi, size=(n_random, X_train.shape[1]))
+    if integer:
+        R = np.rint(R)
     rows = []
     for sk in (est.estimators_ if hasattr(est, "estimators_") else [est]):
         st = sk.tree_
         for node in np.flatnonzero(st.children_left != -1):
             f = int(st.feature[node])
             below, above = f32_below_above(float(st.threshold[node]))
+            if integer:
+                below, above = np.floor(st.threshold[node]), np.floor(st.threshold[node]) + 1
             base = X_test[rng.integers(0, X_test.shape[0], size=2)].copy()
             base[0, f], base[1, f] = below, above
             rows.append(base)
@@ -323,7 +332,7 @@ def main(argv=None) -> int:
         for kind_name, make in estimators.items():
             est = make().fit(X_tr, y_tr)
             model = from_sklearn(est, X=X_tr)
-            sets = row_sets(est, X_tr, X_te, args.random_rows)
+            sets = row_sets(est, X_tr, X_te, args.random_rows, integer=model.contract == "integer")
             expect = {k: np.searchsorted(est.classes_, est.predict(v)) for k, v in sets.items()}
             key = f"{ds}-{kind_name}"
             entry = {"dataset": ds, "estimator": type(est).__name__, "rows_train": int(X_tr.shape[0]),
@@ -352,7 +361,7 @@ def main(argv=None) -> int:
         X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
         est = RandomForestClassifier(n_estimators=100, max_depth=12, random_state=0).fit(X_tr, y_tr)
         model = from_sklearn(est, X=X_tr)
-        sets = row_sets(est, X_tr, X_te, args.random_rows)
+        sets = row_sets(est, X_tr, X_te, args.random_rows, integer=model.contract == "integer")
         expect = {k: np.searchsorted(est.classes_, est.predict(v)) for k, v in sets.items()}
         entry = {"dataset": "digits", "estimator": "RandomForestClassifier(n_estimators=100, max_depth=12)",
                  "rows_train": int(X_tr.shape[0]), "features": 64, "classes": 10, "vote": model.vote,
@@ -394,7 +403,8 @@ def render_markdown(report: dict) -> str:
         f"micromlgen {v['micromlgen']}; {v['gcc']}; {v['qemu']}.",
         "- Agreement with scikit-learn's `predict` (host-compiled C of each implementation, gcc -O2): test rows "
         "(30 % stratified split, not trained on), uniform random rows in the training range, threshold rows "
-        "(every split: the two float32 inputs scikit-learn separates). `disagree` = rows that differ.",
+        "(every split: the two float32 inputs scikit-learn separates; integer-contract models: integer random "
+        "rows and floor(t), floor(t)+1). `disagree` = rows that differ.",
         f"- Flash: linked bytes (`{report['cflags']}`) a model build adds over a stub build, library helpers "
         "(soft-float) included; instructions: mean per inference over the test rows on "
         f"`{report['board']}`; `test@M4` = agreement of the predictions printed on the target.",

@@ -193,3 +193,30 @@ def test_estimators_predict_proba():
     leaves = clf.tree_.apply(clf.model_.scaling.transform(X))
     counts = clf.tree_.class_counts[leaves]
     np.testing.assert_allclose(p, counts / counts.sum(axis=1, keepdims=True))
+
+
+def test_large_forest_compiles_and_stays_exact(tmp_path):
+    """40 trees of depth 12 (digits; bench/import_exactness.py --big-forest runs 100): the f32 table export
+    compiles with the strict flags and equals scikit-learn on test-like and random rows; the q15 export
+    equals its Python model."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    rf = RandomForestClassifier(n_estimators=40, max_depth=12, random_state=0).fit(X, y)
+    model = from_sklearn(rf, X=X, input_contract="float32")
+    assert model.scaling.method == "minmax" and model.contract == "float32"   # integer data, float contract
+    rng = np.random.default_rng(7)
+    R = np.vstack([X[::3], rng.uniform(0, 16, size=(1500, X.shape[1]))]).astype(np.float32)
+    rep = export_model(model, tmp_path / "f", target="cortex-m4", dtype="f32", name="m", measure=False)
+    got = run_driver(build_driver(tmp_path / "f", "m", float_input=True, predict="tg_m_predict"), R, tmp_path)
+    sk = _sk_index(rf, R)
+    p = np.sort(rf.predict_proba(R), axis=1)
+    clear = p[:, -1] - p[:, -2] > (rep.soft_vote_bound or 0.0)
+    np.testing.assert_array_equal(got[clear], sk[clear])
+    assert np.mean(got == sk) >= 0.999
+    rep = export_model(model, tmp_path / "q", target="cortex-m4", dtype="q15", name="m", measure=False)
+    sv = qz.soft_vote(model)
+    want = predict_fixed(qz.quantize_model(model, None, sv.leaf_ids), model.scaling.to_q15(R.astype(np.float64)),
+                         model.n_classes, sv)
+    got = run_driver(build_driver(tmp_path / "q", "m", float_input=True, predict="tg_m_predict"), R, tmp_path)
+    np.testing.assert_array_equal(got, want)

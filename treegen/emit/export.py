@@ -246,6 +246,47 @@ def f32_key(bits):
     return int(key) if key.ndim == 0 else key
 
 
+def _f32_of_ordinals(o: np.ndarray) -> np.ndarray:
+    o = np.asarray(o, dtype=np.int64)
+    bits = np.where(o >= 0, o, 0x80000000 | -o).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def f32_axis_splits(offset, scale, T) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`f32_axis_split` over nodes: (ops array of "left"/"right"/"le"/"gt", t float32
+    array; t is NaN where op is "left"/"right")."""
+    offset = np.asarray(offset, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    T = np.asarray(T, dtype=np.int64)
+    n = T.shape[0]
+    ops = np.full(n, "", dtype=object)
+    t = np.full(n, np.nan, dtype=np.float32)
+    always_left = (T >= Q15_MAX) | ((scale == 0.0) & (T >= 0))
+    always_right = ~always_left & (T < 0)
+    ops[always_left], ops[always_right] = "left", "right"
+    todo = np.flatnonzero(~always_left & ~always_right)
+
+    def left(o, idx):
+        return q15_of_raw(_f32_of_ordinals(o), offset[idx], scale[idx]) <= T[idx]
+
+    lo = np.full(todo.size, -_F32_INF_ORD, dtype=np.int64)
+    hi = np.full(todo.size, _F32_INF_ORD, dtype=np.int64)
+    first, last = left(lo, todo), left(hi, todo)
+    const = first == last
+    ops[todo[const & first]] = "left"
+    ops[todo[const & ~first]] = "right"
+    keep = ~const
+    todo, lo, hi, first = todo[keep], lo[keep], hi[keep], first[keep]
+    while todo.size and np.any(hi - lo > 1):  # invariant: left(lo) == first != left(hi)
+        mid = (lo + hi) // 2
+        same = left(mid, todo) == first
+        lo = np.where(same, mid, lo)
+        hi = np.where(same, hi, mid)
+    ops[todo] = np.where(scale[todo] > 0, "le", "gt")
+    t[todo] = _f32_of_ordinals(lo)
+    return ops, t
+
+
 def f32_axis_split(offset: float, scale: float, T: int) -> tuple:
     """The Q15 test ``q(x) <= T`` (``q`` as :func:`q15_of_raw`) as a test of the raw float32 input.
 
@@ -253,28 +294,12 @@ def f32_axis_split(offset: float, scale: float, T: int) -> tuple:
     that side, ``("le", t)``: left iff ``x <= t``, or ``("gt", t)``: left iff ``x > t`` (negative
     scale). ``t`` is found by binary search over the float32 ordinals: ``q`` is monotone in ``x``
     (every float64 operation in it is), so exactly the ordinals up to ``t`` take one side. For
-    positive scales ``t`` is the largest float32 with ``q(t) <= T``.
+    positive scales ``t`` is the largest float32 with ``q(t) <= T``. (:func:`f32_axis_splits` does
+    the same for many nodes at once.)
     """
-    if T >= Q15_MAX or (scale == 0.0 and T >= 0):
-        return "left", None  # q <= 32767 always; scale 0: q == 0
-    if T < 0:
-        return "right", None  # q >= 0 always
-
-    def left(o: int) -> bool:
-        return bool(q15_of_raw(_f32_of_ordinal(o), offset, scale) <= T)
-
-    lo, hi = -_F32_INF_ORD, _F32_INF_ORD
-    rising = scale > 0  # q non-decreasing in x: the left side is x <= t
-    first, last = left(lo), left(hi)
-    if first == last:
-        return ("left", None) if first else ("right", None)
-    while hi - lo > 1:  # invariant: left(lo) == first != left(hi)
-        mid = (lo + hi) // 2
-        if left(mid) == first:
-            lo = mid
-        else:
-            hi = mid
-    return ("le" if rising else "gt"), _f32_of_ordinal(lo)
+    ops, t = f32_axis_splits([offset], [scale], [T])
+    op = str(ops[0])
+    return (op, None) if op in ("left", "right") else (op, np.float32(t[0]))
 
 
 def _f32_comment(t: np.float32) -> str:
@@ -329,7 +354,9 @@ def _f32_tree_data(index: int, tree, scaling, leaf_ids=None, source_thresholds: 
     leaf_value = tree.leaf_class if leaf_ids is None else np.asarray(leaf_ids)
     if axis:
         qt = _quantize.quantize_tree(tree, leaf_ids=leaf_ids)
-        splits = [None] * qt.n_internal
+        feat = qt.feature.astype(np.int64)
+        ops, ts = f32_axis_splits(scaling.offset[feat], scaling.scale[feat], qt.threshold)
+        splits = [(str(o), None if o in ("left", "right") else np.float32(v)) for o, v in zip(ops, ts)]
         if tree.raw_threshold is not None and source_thresholds:
             order = [k for k in tree.preorder() if tree.left[k] != LEAF]
             below, _ = f32_below_above(tree.raw_threshold[order])
