@@ -220,3 +220,61 @@ def test_large_forest_compiles_and_stays_exact(tmp_path):
                          model.n_classes, sv)
     got = run_driver(build_driver(tmp_path / "q", "m", float_input=True, predict="tg_m_predict"), R, tmp_path)
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------------------ contracts and reports
+def test_input_contract_is_explicit_and_recorded(tmp_path):
+    from conftest import load_shared
+
+    from treegen import load, save
+
+    X, y = load_shared("pid")                      # integers 0..32767
+    clf = DecisionTreeClassifier(random_state=0, max_depth=4).fit(X, y)
+    auto = from_sklearn(clf, X=X)
+    assert auto.contract == "integer" and auto.scaling.method == "q15"
+    flt = from_sklearn(clf, X=X, input_contract="float32")   # the same data, raw float inputs intended
+    assert flt.contract == "float32" and flt.scaling.method == "minmax"
+    again = load(save(flt, tmp_path / "m.json"))
+    assert again.contract == "float32" and again.hash() == flt.hash()
+    # a float-input model never rounds: x = k + 0.5 exactly at a threshold goes where scikit-learn sends it
+    st = clf.tree_
+    node = int(np.flatnonzero(st.children_left != LEAF)[0])
+    f, t = int(st.feature[node]), float(st.threshold[node])
+    R = np.repeat(X[:1].astype(np.float64), 3, axis=0)
+    R[:, f] = [t, np.nextafter(np.float32(t), np.float32(np.inf)), np.floor(t)]
+    np.testing.assert_array_equal(flt.predict(R), clf.predict(R))
+    np.testing.assert_array_equal(auto.predict(R), clf.predict(R))   # raw thresholds: every float32 input
+    with pytest.raises(Exception, match="integer data"):
+        from_sklearn(DecisionTreeClassifier(max_depth=2).fit(load_wine(return_X_y=True)[0], load_wine(
+            return_X_y=True)[1]), X=load_wine(return_X_y=True)[0], input_contract="integer")
+
+
+def test_export_report_is_truthful(tmp_path, capsys):
+    from conftest import run_cli
+
+    from treegen import save
+
+    X, y = load_wine(return_X_y=True)
+    rf = RandomForestClassifier(n_estimators=4, min_samples_leaf=3, random_state=0).fit(X, y)
+    model = from_sklearn(rf, X=X)
+    assert model.metadata["thresholds_off_grid"] > 0
+    path = save(model, tmp_path / "rf.json")
+    csv = tmp_path / "wine.csv"
+    np.savetxt(csv, np.c_[X, y], delimiter=",", header=",".join([f"f{i}" for i in range(13)] + ["y"]), comments="",
+               fmt="%.17g")
+    code, out, _ = run_cli(capsys, ["export", path, "--target", "cortex-m4", "--data", csv, "-o", tmp_path / "q"])
+    assert code == 0
+    assert "input contract  float32" in out and "vote            soft" in out
+    exact = next(line for line in out.splitlines() if line.startswith("exact"))
+    assert exact.startswith("exact           no (") and "off the Q15 grid" in exact and "soft vote within" in exact
+    assert f"measured 100.00 % agreement on the {X.shape[0]} rows" in exact
+    code, out, _ = run_cli(capsys, ["export", path, "--target", "cortex-m4", "--dtype", "f32", "--vote", "hard",
+                                    "-o", tmp_path / "f"])
+    assert code == 0 and "exact           yes, for every float32 input" in out and "vote            hard" in out
+    # hard vote of the exported C == the hard vote of scikit-learn's trees
+    R = np.random.default_rng(3).uniform(X.min(0), X.max(0), (2000, X.shape[1])).astype(np.float32)
+    got = run_driver(build_driver(tmp_path / "f", "rf", float_input=True, predict="tg_rf_predict"), R, tmp_path)
+    votes = np.zeros((R.shape[0], 3), dtype=int)
+    for sk in rf.estimators_:
+        votes[np.arange(R.shape[0]), sk.predict(R).astype(int)] += 1
+    np.testing.assert_array_equal(got, votes.argmax(axis=1))
