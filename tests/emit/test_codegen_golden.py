@@ -1,7 +1,8 @@
 """Golden files: the exact C text generated for small hand-built models (``tests/emit/golden/``).
 
 Cases: an axis tree and an oblique tree (3 features), both layouts, q15 scalar and dsp, f32, an
-ensemble (hard vote) and an imported-style forest (raw thresholds, soft vote, predict_proba). Any change to a template, to the generator or to the quantiser shows up here as a diff.
+ensemble (hard vote) and an imported-style forest (raw thresholds, soft vote, predict_proba). Any
+change to a template, to the generator or to the quantiser shows up here as a diff.
 After an intended change, refresh the files and review the diff::
 
     TREEGEN_UPDATE_GOLDEN=1 python -m pytest tests/emit/test_codegen_golden.py

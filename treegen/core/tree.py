@@ -177,7 +177,8 @@ class Tree:
             if not np.all(np.isfinite(self.raw_threshold)):
                 raise TreegenError("tree has non-finite raw thresholds")
             internal = ~leaf_l
-            if np.any(np.count_nonzero(self.weights[internal], axis=1) != 1) or np.any(self.weights[internal].sum(axis=1) <= 0):
+            w = self.weights[internal]
+            if np.any(np.count_nonzero(w, axis=1) != 1) or np.any(w.sum(axis=1) <= 0):
                 raise TreegenError("raw thresholds need axis tests with one positive weight")
         return self
 

@@ -361,8 +361,9 @@ def _grid_threshold(t: float, f: int, scaling: InputScaling, Xq: np.ndarray, X32
 
     Start from the grid point at or below the exact image of ``t`` (of the middle of the float32 gap
     containing it: the point scikit-learn's float32 test really splits at) -- or, when ``t`` is itself a
-    float32 value (scikit-learn >= 1.9 can place a threshold on a data value), the grid point of ``t``, so
-    that value stays left; move it, if needed, so that every row of ``X`` keeps scikit-learn's side. Returns (Q, every row of X kept its side).
+    float32 value (scikit-learn 1.9.1 puts some thresholds on a data value), the grid point of ``t``, so
+    that value stays left; move it, if needed, so that every row of ``X`` keeps scikit-learn's side.
+    Returns (Q, every row of X kept its side).
     """
     # image of the float32 gap around t (no float32 input lies strictly between t and that midpoint)
     u = (_f32_gap_midpoint(t) - scaling.offset[f]) * scaling.scale[f] * Q15_ONE
