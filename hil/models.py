@@ -98,6 +98,23 @@ def file_case(model_path, data_path=None) -> Case:
                 "seeded random Q15 rows")
 
 
+def forest_case() -> Case:
+    """A scikit-learn RandomForest (8 trees, min_samples_leaf=3: impure leaves) on scikit-learn's
+    bundled wine data (float features), imported with its soft vote: the device serves PROBA."""
+    from sklearn.datasets import load_wine
+    from sklearn.ensemble import RandomForestClassifier
+
+    from treegen.emit.importers import from_sklearn
+
+    X, y = load_wine(return_X_y=True)
+    rf = RandomForestClassifier(n_estimators=8, min_samples_leaf=3, random_state=0).fit(X, y)
+    model = from_sklearn(rf, X=X)
+    model.metadata["dataset"] = "sklearn-wine"
+    rng = np.random.default_rng(0)
+    rows = np.vstack([X, rng.uniform(X.min(axis=0), X.max(axis=0), size=(600, X.shape[1]))])
+    return Case("forest-wine", "forest", model, rows, None, "table", "wine rows + 600 seeded random rows")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m hil.models", description="write the HIL suite's default models")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for <case>.json files")

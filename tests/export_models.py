@@ -59,6 +59,26 @@ def small_oblique_tree() -> Tree:
     return _tree(W, thr, [1, 3, LEAF, LEAF, LEAF], [2, 4, LEAF, LEAF, LEAF], [0, 0, 1, 2, 0], 3)
 
 
+def small_forest() -> Model:
+    """Two imported-style axis trees with raw (float32-source) thresholds and impure leaves, soft vote,
+    min-max scaling on 3 features (the soft-vote / predict_proba golden case)."""
+    trees = []
+    for k, (t0, t1) in enumerate(((2.5, 0.3125), (1.75, 0.1))):
+        W = np.zeros((5, 3))
+        W[0, 0] = 1.0
+        W[1, 2] = 1.0
+        scaling = InputScaling(np.array([0.0, 0.0, -1.0]), np.array([0.25, 1.0, 0.5]) / 32768 * 32767 / 32768)
+        grid = [(np.floor((t0 - 0.0) * scaling.scale[0] * 32768) + 0.5) / 32768,
+                (np.floor((t1 + 1.0) * scaling.scale[2] * 32768) + 0.5) / 32768]
+        counts = np.array([[9, 7, 4], [6, 3, 1], [3, 4, 3], [5, 1, 0], [1, 2, 1]]) + k
+        counts[0] = counts[1] + counts[2]
+        counts[1] = counts[3] + counts[4]
+        trees.append(Tree(W, [grid[0], grid[1], 0, 0, 0], [1, 3, LEAF, LEAF, LEAF], [2, 4, LEAF, LEAF, LEAF],
+                          counts.argmax(axis=1), counts, [t0, t1, 0, 0, 0]).validate())
+    return Model(trees, ["sepal length", "width */ x", "petal"], ["setosa", 'quo"te', 7], scaling,
+                 {"dataset": "demo.csv"}, vote="soft", input_contract="float32")
+
+
 def small_models() -> dict:
     """The hand-built models of the golden files (3 features; labels that need escaping)."""
     classes = ["setosa", 'quo"te', 7]
@@ -68,6 +88,7 @@ def small_models() -> dict:
         "oblique": make_model([small_oblique_tree()], 3, 3, classes=classes, names=names),
         "ensemble": make_model([small_axis_tree(), small_oblique_tree(), small_oblique_tree().compact()],
                                3, 3, classes=classes, names=names),
+        "forest": small_forest(),
     }
 
 
@@ -315,3 +336,45 @@ def run_driver(exe: Path, X: np.ndarray, work: Path) -> np.ndarray:
     proc = subprocess.run([str(exe), str(rows), str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"driver failed ({proc.returncode}): {proc.stderr}"
     return np.fromfile(out, dtype=np.uint8).astype(np.int64)
+
+
+SCALE_DRIVER = Path(__file__).resolve().parent / "c" / "tg_scale_driver.c"
+
+
+def build_proba_driver(out_dir: Path, name: str, n_classes: int, *, float_input: bool) -> Path:
+    """The test driver writing, per row, the class byte and the ``n_classes`` uint16_t probabilities of
+    ``tg_<name>_predict_proba`` (raw float rows) or ``tg_<name>_predict_proba_q15`` (Q15 rows)."""
+    sfx = "" if float_input else "_q15"
+    pred = f"tg_{name}_predict" if float_input else f"tg_{name}_predict_q15"
+    return build_driver(out_dir, name, float_input=float_input, predict=pred,
+                        extra=("-O2", f"-DTG_PROBA=tg_{name}_predict_proba{sfx}", f"-DTG_NC={n_classes}"))
+
+
+def run_proba_driver(exe: Path, X: np.ndarray, n_classes: int, work: Path) -> tuple:
+    """(classes int64 (rows,), probabilities int64 (rows, n_classes)) from a proba driver."""
+    rows, out = work / "rows.bin", work / "proba.bin"
+    X.tofile(rows)
+    proc = subprocess.run([str(exe), str(rows), str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"driver failed ({proc.returncode}): {proc.stderr}"
+    rec = np.dtype([("c", np.uint8), ("p", "<u2", (n_classes,))])
+    data = np.fromfile(out, dtype=rec)
+    return data["c"].astype(np.int64), data["p"].astype(np.int64)
+
+
+def build_scale_driver(out_dir: Path, name: str) -> Path:
+    """A driver that includes the exported ``<name>.c`` and writes the Q15 rows its raw-input scaling
+    (the static ``tg_<name>_scale_q15`` of the q15 export) computes from float rows."""
+    cc = require("gcc")
+    exe = out_dir / "scale_driver"
+    run_cc([cc, *STRICT_CFLAGS, "-O2", "-I", str(out_dir), f"-DTG_SRC=\"{name}.c\"",
+            f"-DTG_NF=TG_{name.upper()}_N_FEATURES", f"-DTG_SCALE=tg_{name}_scale_q15", str(SCALE_DRIVER),
+            "-o", str(exe)])
+    return exe
+
+
+def run_scale_driver(exe: Path, X: np.ndarray, work: Path) -> np.ndarray:
+    rows, out = work / "rows.bin", work / "q.bin"
+    np.ascontiguousarray(X, dtype=np.float32).tofile(rows)
+    proc = subprocess.run([str(exe), str(rows), str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"scale driver failed ({proc.returncode}): {proc.stderr}"
+    return np.fromfile(out, dtype=np.int16).reshape(X.shape).astype(np.int64)

@@ -37,6 +37,7 @@
 #define TG_MSG_INFO 0x02u
 #define TG_MSG_PREDICT 0x03u
 #define TG_MSG_BENCH 0x04u
+#define TG_MSG_PROBA 0x0Au
 #define TG_MSG_RESPONSE 0x80u
 #define TG_MSG_ERROR 0xFFu
 
@@ -50,6 +51,7 @@
 #define TG_CAP_PREDICT 0x1u
 #define TG_CAP_BENCH 0x2u
 #define TG_CAP_TRAIN 0x4u
+#define TG_CAP_PROBA 0x8u
 
 /* What tg_parser_feed() reports for the byte just fed. */
 typedef enum {

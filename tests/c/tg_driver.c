@@ -5,6 +5,8 @@
  * float raw rows when TG_INPUT_FLOAT is defined) and writes one byte per row, the class index
  * returned by TG_PREDICT, to argv[2]. Built with the model's header force-included:
  *   cc -include <name>.h -DTG_NF=TG_<NAME>_N_FEATURES -DTG_PREDICT=tg_<name>_predict_q15 ...
+ * With -DTG_PROBA=tg_<name>_predict_proba[_q15] -DTG_NC=<classes> it writes, per row, the class byte
+ * followed by the TG_NC uint16_t probabilities (native byte order).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +23,9 @@ typedef int16_t tg_input_t;
 
 static tg_input_t rows[TG_CHUNK][TG_NF];
 static unsigned char classes[TG_CHUNK];
+#ifdef TG_PROBA
+static uint16_t proba[TG_NC];
+#endif
 
 int main(int argc, char **argv)
 {
@@ -39,6 +44,16 @@ int main(int argc, char **argv)
         return 2;
     }
     while ((n = fread(rows, sizeof rows[0], TG_CHUNK, in)) > 0) {
+#ifdef TG_PROBA
+        for (r = 0; r < n; r++) {
+            classes[0] = (unsigned char)TG_PREDICT(rows[r]);
+            TG_PROBA(rows[r], proba);
+            if (fwrite(classes, 1, 1, out) != 1 || fwrite(proba, sizeof proba, 1, out) != 1) {
+                status = 3;
+                break;
+            }
+        }
+#else
         for (r = 0; r < n; r++) {
             classes[r] = (unsigned char)TG_PREDICT(rows[r]);
         }
@@ -46,6 +61,7 @@ int main(int argc, char **argv)
             status = 3;
             break;
         }
+#endif
     }
     if (ferror(in)) {
         status = 4;

@@ -1,7 +1,8 @@
 """Golden files: the exact C text generated for small hand-built models (``tests/emit/golden/``).
 
 Cases: an axis tree and an oblique tree (3 features), both layouts, q15 scalar, dsp and mve (on
-cortex-m55), f32, and an ensemble. Any change to a template, to the generator or to the quantiser shows up here as a diff.
+cortex-m55), f32, an ensemble (hard vote) and an imported-style forest (raw thresholds, soft vote,
+predict_proba). Any change to a template, to the generator or to the quantiser shows up here as a diff.
 After an intended change, refresh the files and review the diff::
 
     TREEGEN_UPDATE_GOLDEN=1 python -m pytest tests/emit/test_codegen_golden.py
@@ -40,6 +41,8 @@ CASES = {
     "ensemble-table-q15-dsp": ("ensemble", "table", "q15", "dsp"),
     "ensemble-unrolled-q15-scalar": ("ensemble", "unrolled", "q15", "scalar"),
     "ensemble-unrolled-q15-mve": ("ensemble", "unrolled", "q15", "mve"),
+    "forest-soft-table-f32": ("forest", "table", "f32", "auto"),
+    "forest-soft-unrolled-q15": ("forest", "unrolled", "q15", "scalar"),
 }
 
 

@@ -30,7 +30,8 @@ def _mixed_model():
     return make_model(trees, 11, 5, classes=["walk", "run", "sit", "stand", "lie"], dataset="mixed.csv")
 
 
-MODELS = {"axis": lambda: small_models()["axis"], "mixed": _mixed_model}
+MODELS = {"axis": lambda: small_models()["axis"], "mixed": _mixed_model,
+          "forest": lambda: small_models()["forest"]}   # soft vote, predict_proba, raw thresholds
 CONFIGS = [("q15", "scalar"), ("q15", "dsp"), ("q15", "mve"), ("f32", "auto")]
 
 
@@ -43,7 +44,7 @@ def _jobs(model_key: str, layout: str, dtype: str, variant: str, out, compilers)
     model = MODELS[model_key]()
     target = "cortex-m55" if variant == "mve" else "cortex-m4"
     export_model(model, out, target=target, layout=layout, dtype=dtype, variant=variant, measure=False)
-    name = "demo" if model_key == "axis" else "mixed"
+    name = "mixed" if model_key == "mixed" else "demo"
     src, main = out / f"{name}.c", out / "main.c"
     jobs = [("run", [compilers["host"], *STRICT_CFLAGS, "-O2", str(src), str(main), "-o", str(out / "host")])]
     cpus = {"dsp": DSP_CPUS, "mve": MVE_CPUS}.get(variant, ARM_CPUS)
@@ -130,7 +131,8 @@ def test_header_twice_two_models_and_cplusplus(compilers, tmp_path):
 @pytest.mark.parametrize("layout", ["table", "unrolled"])
 def test_q15_path_has_no_float(layout, compilers, tmp_path):
     """On Cortex-M0+ (no FPU) any float operation would be a call to a soft-float routine
-    (__aeabi_f*/__aeabi_d*): only the raw-input wrapper tg_<name>_predict may have them."""
+    (__aeabi_f*/__aeabi_d*): only the raw-input scaling tg_<name>_scale_q15 (IEEE double, called by
+    tg_<name>_predict) may have them."""
     objdump = require("arm-none-eabi-objdump")
     export_model(_mixed_model(), tmp_path, target="cortex-m0plus", layout=layout, measure=False)
     obj = tmp_path / "mixed.o"
@@ -143,7 +145,7 @@ def test_q15_path_has_no_float(layout, compilers, tmp_path):
             section = line.split("[", 1)[1].rstrip("]:")
         elif "__aeabi_f" in line or "__aeabi_d" in line:
             float_users.add(section)
-    assert float_users == {".text.tg_mixed_predict"}, float_users
+    assert float_users == {".text.tg_mixed_scale_q15"}, float_users
 
 
 def _axis_minmax_model():

@@ -90,16 +90,17 @@ def test_tree_identical_on_q15_data(name, params):
 def test_forest_identical_to_hard_vote_on_q15_data(name):
     X, y = load_shared(name)
     rf = RandomForestClassifier(n_estimators=15, min_samples_leaf=2, random_state=0).fit(X, y)
-    model = from_sklearn(rf, X=X)
-    assert len(model.trees) == 15
+    model = from_sklearn(rf, X=X, vote="hard")
+    assert len(model.trees) == 15 and model.vote == "hard"
+    soft = from_sklearn(rf, X=X)     # the default: soft, scikit-learn's own predict
+    assert soft.vote == "soft" and soft.contract == "integer"
     rng = np.random.default_rng(2)
     R = np.vstack([X, rng.integers(0, 32768, size=(3000, X.shape[1])), _threshold_rows(rf, X, rng, True, 2)])
     ours = model.predict(R)
     hard = _hard_vote(rf, R)
     np.testing.assert_array_equal(ours, hard)
-    soft = rf.predict(R)
-    same = soft == hard
-    np.testing.assert_array_equal(ours[same], soft[same])
+    np.testing.assert_array_equal(soft.predict(R), rf.predict(R))
+    np.testing.assert_allclose(soft.predict_proba(R), rf.predict_proba(R), rtol=0, atol=1e-12)
     # each tree on its own is exact too
     for tree, sk in zip(model.trees, rf.estimators_):
         np.testing.assert_array_equal(tree.predict_index(model.scaling.transform(R)), sk.predict(R).astype(np.int64))
@@ -139,7 +140,9 @@ def test_tree_on_float_data(breast_cancer, params):
     assert model.metadata["sklearn_agreement_on_X"] == 1.0
     rng = np.random.default_rng(4)
     R = rng.uniform(X.min(axis=0), X.max(axis=0), size=(20000, X.shape[1]))
-    ours, theirs = model.predict(R), clf.predict(R)
+    np.testing.assert_array_equal(model.predict(R), clf.predict(R))  # the raw thresholds: every input
+    grid = np.asarray(model.classes)[model.predict_index_normalised(model.scaling.transform(R))]  # the q15 model
+    ours, theirs = grid, clf.predict(R)
     far = ~_near_threshold(clf, model, R)
     np.testing.assert_array_equal(ours[far], theirs[far])  # guaranteed away from the threshold cells
     assert np.mean(ours == theirs) >= 0.9995                # measured: 100 %
@@ -148,18 +151,23 @@ def test_tree_on_float_data(breast_cancer, params):
     # cell containing t, the documented caveat -- not guaranteed; measured 100 % for these three trees
     # (92-96 % before the scaling was aligned to the thresholds)
     T = _threshold_rows(clf, X, rng, integer=False)
-    assert np.mean(model.predict(T) == clf.predict(T)) >= 0.98
+    np.testing.assert_array_equal(model.predict(T), clf.predict(T))
+    grid_T = np.asarray(model.classes)[model.predict_index_normalised(model.scaling.transform(T))]
+    assert np.mean(grid_T == clf.predict(T)) >= 0.98
 
 
 def test_forest_on_float_data(breast_cancer):
     X, y = breast_cancer
     rf = RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0).fit(X, y)
-    model = from_sklearn(rf, X=X)
+    model = from_sklearn(rf, X=X, vote="hard")
     assert model.metadata["unresolved_thresholds"] == 0
     np.testing.assert_array_equal(model.predict(X), _hard_vote(rf, X))
     R = np.random.default_rng(5).uniform(X.min(axis=0), X.max(axis=0), size=(5000, X.shape[1]))
+    grid = model.predict_index_normalised(model.scaling.transform(R))
     far = ~_near_threshold(rf, model, R)
-    np.testing.assert_array_equal(model.predict(R)[far], _hard_vote(rf, R)[far])
+    np.testing.assert_array_equal(grid[far], _hard_vote(rf, R)[far])
+    np.testing.assert_array_equal(model.predict(R), _hard_vote(rf, R))
+    np.testing.assert_array_equal(from_sklearn(rf, X=X).predict(R), rf.predict(R))  # soft: scikit-learn's
 
 
 def test_unresolvable_threshold_is_reported():
@@ -191,7 +199,10 @@ def test_first_two_thresholds_of_a_feature_are_exact_for_every_float32_input():
         below, above = (np.float32(v) for v in f32_split(t))
         R.append([np.nextafter(below, np.float32(-1)), below, above, np.nextafter(above, np.float32(2))])
     R = np.concatenate(R).astype(np.float32).astype(np.float64)[:, None]
+    grid = np.asarray(model.classes)[model.predict_index_normalised(model.scaling.transform(R))]  # the q15 model
+    np.testing.assert_array_equal(grid, clf.predict(R))
     np.testing.assert_array_equal(model.predict(R), clf.predict(R))
+    assert model.metadata["thresholds_off_grid"] == 0   # both on the grid: the q15 export is exact too
     # the first boundary of the feature is a multiple of 256 minus one (a cheap compare constant)
     q = model.scaling.to_q15(R)
     root = model.trees[0].threshold[0] * 32768 - 0.5

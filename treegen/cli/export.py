@@ -16,6 +16,7 @@ from treegen.core.targets import get as get_target
 from treegen.emit.export import DTYPES as EXPORT_DTYPES
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
+from treegen.emit.export import VOTES as EXPORT_VOTES
 from treegen.emit.export import export_model
 from treegen.learn.inducers.efti import EFTIParams
 
@@ -31,6 +32,9 @@ def register(sub) -> None:
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
                    help="oblique multiply-accumulate: scalar C, ARMv7E-M dsp, Helium mve, or auto (mve, else dsp, "
                         "if the target has it)")
+    p.add_argument("--vote", choices=EXPORT_VOTES, default="auto",
+                   help="ensembles: soft (mean leaf class probabilities, + tg_<name>_predict_proba), hard "
+                        "(majority of classes), auto (the model's own: soft for imported RandomForest/ExtraTrees)")
     p.add_argument("--name", metavar="NAME", help="C identifier of the model (default: the model file name)")
     p.add_argument("--data", metavar="CSV", help="labelled data: fixed-vs-float agreement, accuracy, example rows")
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
@@ -68,7 +72,7 @@ def cmd_export(args) -> int:
         data = (ds.X, ds.labels if ds.labels.shape[0] else None)
     name = args.name if args.name is not None else Path(args.model).name.removesuffix(".json")
     rep = export_model(model, out, target=target, layout=args.layout, dtype=args.dtype, variant=args.variant,
-                       name=name, data=data)
+                       name=name, data=data, vote=args.vote)
     d = rep.to_dict()
     flags = ", ".join(f for f, on in (("FPU", target.fpu), ("DSP", target.dsp)) if on) or "no FPU, no DSP"
     print(f"model           {args.model}  (sha256 {rep.model_hash[:16]})")
@@ -76,6 +80,12 @@ def cmd_export(args) -> int:
     print(f"export          {rep.name}: layout {rep.layout}, dtype {rep.dtype}"
           + (f", variant {rep.variant}" if rep.dtype == "q15" else ""))
     print(f"files           {', '.join(rep.files)}")
+    print(f"input contract  {rep.input_contract}" + ("  (raw integer inputs; tg_" + rep.name + "_predict rounds others)"
+                                                    if rep.input_contract == "integer" and rep.dtype == "q15" else ""))
+    if len(rep.trees) > 1:
+        bound = f"; == the float argmax unless two class means differ by <= {rep.soft_vote_bound:.3g}" \
+            if rep.soft_vote_bound else ""
+        print(f"vote            {rep.vote}{bound}")
     for i, t in enumerate(rep.trees):
         acc = f", int{t['acc_bits']}_t accumulator (|acc| <= {t['acc_bound']})" if t["kind"] == "oblique" and \
             t["acc_bits"] else ""
@@ -83,10 +93,25 @@ def cmd_export(args) -> int:
               f"{t['n_leaves']} leaves, depth {t['depth']}{acc}")
     print(f"field types     child reference {rep.field_types['child_ref']}, "
           f"feature index {rep.field_types['feature_index']}")
+    inputs = {"float32": "every float32 input", "integer": "every integer input", "q15": "every Q15 input"}
+    if rep.exact:
+        print(f"exact           yes, for {inputs[rep.input_contract]} ({rep.guarantee})")
+    else:
+        why = []
+        if rep.thresholds_off_grid:
+            why.append(f"{rep.thresholds_off_grid} threshold(s) off the Q15 grid")
+        if rep.soft_vote_bound:
+            why.append(f"soft vote within {rep.soft_vote_bound:.3g}")
+        if any(t["kind"] == "oblique" for t in rep.trees) and rep.dtype == "f32":
+            why.append("oblique float32 arithmetic")
+        if rep.dtype == "q15" and not all(t["exact"] for t in rep.trees):
+            why.append("inexact coefficients, thresholds fitted to the data given")
+        key = "fixed_vs_float_pct" if rep.dtype == "q15" else "f32_vs_float_pct"
+        measured = (f"; measured {rep.agreement[key]:.2f} % agreement on the {rep.agreement['rows']} rows of --data"
+                    if rep.agreement and key in rep.agreement else "; give --data to measure the agreement")
+        print(f"exact           no ({', '.join(why) or 'not proven'}){measured}")
+        print(f"guarantee       {rep.guarantee}")
     if rep.dtype == "q15":
-        exact = "yes (integer tests equal the float tests on every Q15 input)" if rep.exact else \
-            "not proven (inexact coefficients; thresholds fitted to the data given)"
-        print(f"exact           {exact}")
         print(f"unresolved rows {len(rep.unresolved_rows)}")
     print(f"estimated bytes {rep.estimated_bytes}  (tables{' + code estimate' if rep.layout == 'unrolled' else ''})")
     if rep.flash_bytes is None:

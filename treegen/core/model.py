@@ -8,12 +8,23 @@ Format (``format_version`` 1)::
       "feature_names": [...],
       "classes": [...],              # original label values (ints or strings), index = class index
       "scaling": {"method": ..., "offset": [...], "scale": [...]},
-      "trees": [ {tree dict}, ... ], # one tree, or several for an ensemble (majority vote)
+      "trees": [ {tree dict}, ... ], # one tree, or several for an ensemble
+      "vote": "soft",                # optional (absent: "hard"): how an ensemble combines its trees
+      "input_contract": "float32",   # optional: the raw inputs the model is made for (see CONTRACTS)
       "metadata": {"algorithm": ..., "params": {...}, "seed": ..., "fitness": ...,
                    "train_accuracy": ..., "treegen_version": ...}
     }
 
 ``load(save(m))`` reproduces ``m`` exactly (floats are written with round-trip precision).
+
+Voting (ensembles): ``hard`` -- majority of the trees' classes, ties -> lowest class index;
+``soft`` -- argmax of the mean of the trees' leaf class probabilities (count frequencies, see
+:meth:`Tree.leaf_probabilities`), ties -> lowest class index (scikit-learn's forests).
+
+Input contract (``CONTRACTS``): ``float32`` -- any float32 raw input; ``integer`` -- raw integer
+inputs (a model fitted on integer data: the q15 raw wrapper rounds other values to the nearest
+integer); ``q15`` -- inputs that already are Q15 values 0..32767. Absent in older files: ``integer``
+for the ``q15`` scaling method, ``float32`` otherwise.
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ from treegen.core.tree import Tree
 
 FORMAT = "treegen-model"
 FORMAT_VERSION = 1
+VOTES = ("hard", "soft")
+CONTRACTS = ("float32", "integer", "q15")
 
 
 @dataclass(eq=False)
@@ -41,6 +54,8 @@ class Model:
     classes: list
     scaling: InputScaling
     metadata: dict = field(default_factory=dict)
+    vote: str = "hard"
+    input_contract: str | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -57,6 +72,10 @@ class Model:
             raise TreegenError("model class labels are not unique")
         if self.scaling.n_features != n_features:
             raise TreegenError("model scaling does not match its feature count")
+        if self.vote not in VOTES:
+            raise TreegenError(f"unknown vote {self.vote!r} (choose from {', '.join(VOTES)})")
+        if self.input_contract is not None and self.input_contract not in CONTRACTS:
+            raise TreegenError(f"unknown input contract {self.input_contract!r} (choose from {', '.join(CONTRACTS)})")
         for tree in self.trees:
             tree.validate()
             if tree.n_features != n_features or tree.n_classes != n_classes:
@@ -81,23 +100,68 @@ class Model:
     def n_classes(self) -> int:
         return len(self.classes)
 
+    @property
+    def contract(self) -> str:
+        """The input contract (recorded, else derived from the scaling method)."""
+        if self.input_contract is not None:
+            return self.input_contract
+        return "integer" if self.scaling.method == "q15" else "float32"
+
+    @property
+    def has_raw_thresholds(self) -> bool:
+        """Every tree carries its source's raw float32 thresholds (an imported float model)."""
+        return all(t.raw_threshold is not None for t in self.trees)
+
     # ------------------------------------------------------------------ inference
-    def predict_index_normalised(self, X: np.ndarray) -> np.ndarray:
-        """Class indices for already-normalised inputs (majority vote over the trees, ties -> lowest index)."""
+    def _combine(self, leaves: list, vote: str | None) -> np.ndarray:
+        """Class indices from the leaf reached in every tree (``leaves[k]``: node per row)."""
+        vote = self.vote if vote is None else vote
+        if vote not in VOTES:
+            raise TreegenError(f"unknown vote {vote!r} (choose from {', '.join(VOTES)})")
         if len(self.trees) == 1:
-            return self.trees[0].predict_index(X)
-        votes = np.zeros((X.shape[0], self.n_classes), dtype=np.int64)
-        rows = np.arange(X.shape[0])
-        for tree in self.trees:
-            votes[rows, tree.predict_index(X)] += 1
+            return self.trees[0].leaf_class[leaves[0]].astype(np.int64)
+        if vote == "soft":
+            return self._mean_proba(leaves).argmax(axis=1)
+        n = leaves[0].shape[0]
+        votes = np.zeros((n, self.n_classes), dtype=np.int64)
+        rows = np.arange(n)
+        for tree, leaf in zip(self.trees, leaves):
+            votes[rows, tree.leaf_class[leaf]] += 1
         return votes.argmax(axis=1)
 
-    def predict_index(self, X_raw: np.ndarray) -> np.ndarray:
+    def _mean_proba(self, leaves: list) -> np.ndarray:
+        """Mean leaf class probabilities, summed in tree order then divided (as scikit-learn's forests)."""
+        total = np.zeros((leaves[0].shape[0], self.n_classes))
+        for tree, leaf in zip(self.trees, leaves):
+            total += tree.leaf_probabilities()[leaf]
+        return total / len(self.trees)
+
+    def _leaves(self, X_raw: np.ndarray) -> list:
         X_raw = np.asarray(X_raw, dtype=np.float64)
         if X_raw.ndim != 2 or X_raw.shape[1] != self.n_features:
             raise TreegenError(
                 f"data has {X_raw.shape[1] if X_raw.ndim == 2 else '?'} features, the model expects {self.n_features}")
-        return self.predict_index_normalised(self.scaling.transform(X_raw))
+        if self.has_raw_thresholds:   # the source's own float32 tests
+            if not np.all(np.isfinite(X_raw)):
+                raise TreegenError("input contains NaN or infinite values")
+            return [t.apply_raw(X_raw) for t in self.trees]
+        Xn = self.scaling.transform(X_raw)
+        return [t.apply(Xn) for t in self.trees]
+
+    def predict_index_normalised(self, X: np.ndarray, vote: str | None = None) -> np.ndarray:
+        """Class indices for already-normalised inputs (the trees' grid thresholds; the model's vote,
+        ties -> lowest index)."""
+        return self._combine([t.apply(X) for t in self.trees], vote)
+
+    def predict_index(self, X_raw: np.ndarray, vote: str | None = None) -> np.ndarray:
+        """Class indices for raw inputs: the source's float32 tests when the trees carry raw thresholds
+        (imported models), else the input scaling and the trees' tests on the Q15 grid."""
+        return self._combine(self._leaves(X_raw), vote)
+
+    def predict_proba(self, X_raw: np.ndarray) -> np.ndarray:
+        """Class probabilities (float64, columns in ``classes`` order) for raw inputs: the mean over the
+        trees of the leaf count frequencies (scikit-learn's ``predict_proba``)."""
+        return self._mean_proba(self._leaves(X_raw))
 
     def predict(self, X_raw: np.ndarray) -> np.ndarray:
         """Original class labels for raw inputs."""
@@ -114,7 +178,8 @@ class Model:
             "scaling": self.scaling.to_dict(),
             "trees": [t.to_dict() for t in self.trees],
             "metadata": plain(self.metadata),
-        }
+        } | ({"vote": self.vote} if self.vote != "hard" else {}) | (
+            {"input_contract": self.input_contract} if self.input_contract is not None else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, allow_nan=False)
@@ -142,6 +207,8 @@ class Model:
                 classes=list(d["classes"]),
                 scaling=InputScaling.from_dict(d["scaling"]),
                 metadata=dict(d.get("metadata", {})),
+                vote=str(d.get("vote", "hard")),
+                input_contract=None if d.get("input_contract") is None else str(d["input_contract"]),
             )
         except ModelFileError:
             raise

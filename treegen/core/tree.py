@@ -9,7 +9,14 @@ A binary decision tree is stored as flat node arrays (node 0 is the root):
 ``leaf_class``   int32 ``(n_nodes,)``: class *index* (into the model's class list) predicted
                  by a leaf; for internal nodes the majority class of the node (informative only).
 ``class_counts`` int64 ``(n_nodes, n_classes)``: training instances of each class that reached
-                 the node.
+                 the node. A leaf's class probabilities (soft voting, ``predict_proba``) are its
+                 count frequencies ``class_counts[leaf] / class_counts[leaf].sum()`` (one-hot of
+                 ``leaf_class`` for an empty leaf).
+``raw_threshold`` optional float64 ``(n_nodes,)`` (``None`` for trees induced by treegen): the
+                 *source* threshold of each axis test in the model's raw input units, for trees
+                 imported from a float32 model (scikit-learn): the test is then defined as
+                 ``float32(x_raw[f]) <= raw_threshold`` (0 for leaves). ``threshold`` still holds its
+                 image on the normalised Q15 grid (what the q15 export compares).
 
 The test of an internal node is ``w . x <= threshold`` -> left child, otherwise right child
 (the scikit-learn convention). Inputs ``x`` are the model's *normalised* features in [0, 1)
@@ -35,6 +42,7 @@ class Tree:
     right: np.ndarray
     leaf_class: np.ndarray
     class_counts: np.ndarray
+    raw_threshold: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.weights = np.ascontiguousarray(self.weights, dtype=np.float64)
@@ -43,6 +51,8 @@ class Tree:
         self.right = np.ascontiguousarray(self.right, dtype=np.int32)
         self.leaf_class = np.ascontiguousarray(self.leaf_class, dtype=np.int32)
         self.class_counts = np.ascontiguousarray(self.class_counts, dtype=np.int64)
+        if self.raw_threshold is not None:
+            self.raw_threshold = np.ascontiguousarray(self.raw_threshold, dtype=np.float64)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -161,6 +171,15 @@ class Tree:
             raise TreegenError("a leaf has non-zero test coefficients")
         if np.any((self.leaf_class < 0) | (self.leaf_class >= self.n_classes)):
             raise TreegenError("leaf class index out of range")
+        if self.raw_threshold is not None:
+            if self.raw_threshold.shape != (n,):
+                raise TreegenError(f"tree array raw_threshold has shape {self.raw_threshold.shape}, expected ({n},)")
+            if not np.all(np.isfinite(self.raw_threshold)):
+                raise TreegenError("tree has non-finite raw thresholds")
+            internal = ~leaf_l
+            w = self.weights[internal]
+            if np.any(np.count_nonzero(w, axis=1) != 1) or np.any(w.sum(axis=1) <= 0):
+                raise TreegenError("raw thresholds need axis tests with one positive weight")
         return self
 
     # ------------------------------------------------------------------ inference
@@ -182,11 +201,51 @@ class Tree:
         """Class index predicted for every row of ``X``."""
         return self.leaf_class[self.apply(X)].astype(np.int64)
 
+    @property
+    def has_raw_thresholds(self) -> bool:
+        return self.raw_threshold is not None
+
+    def test_feature(self) -> np.ndarray:
+        """Feature of every axis test (argmax of ``|weights|``; 0 for leaves)."""
+        return np.abs(self.weights).argmax(axis=1).astype(np.int64)
+
+    def apply_raw(self, X_raw: np.ndarray) -> np.ndarray:
+        """Leaf reached by every row of *raw* inputs under the source semantics of
+        ``raw_threshold``: ``float32(x[f]) <= raw_threshold`` -> left (scikit-learn's test)."""
+        if self.raw_threshold is None:
+            raise TreegenError("tree has no raw thresholds")
+        X = np.asarray(X_raw, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise TreegenError(f"expected {self.n_features} features, got array of shape {X.shape}")
+        with np.errstate(over="ignore"):
+            X = X.astype(np.float32).astype(np.float64)
+        feat = self.test_feature()
+        node = np.zeros(X.shape[0], dtype=np.int64)
+        active = np.flatnonzero(self.left[node] != LEAF)
+        while active.size:
+            cur = node[active]
+            go_left = X[active, feat[cur]] <= self.raw_threshold[cur]
+            node[active] = np.where(go_left, self.left[cur], self.right[cur])
+            active = active[self.left[node[active]] != LEAF]
+        return node
+
+    def leaf_probabilities(self) -> np.ndarray:
+        """Class probabilities of every node: count frequencies (float64), one-hot of ``leaf_class``
+        where a node has no counts (scikit-learn's ``predict_proba`` of a leaf)."""
+        counts = self.class_counts.astype(np.float64)
+        total = counts.sum(axis=1)
+        proba = np.zeros_like(counts)
+        nz = total > 0
+        proba[nz] = counts[nz] / total[nz, None]
+        proba[~nz, self.leaf_class[~nz]] = 1.0
+        return proba
+
     # ------------------------------------------------------------------ transforms
     def copy(self) -> "Tree":
         return Tree(
             self.weights.copy(), self.threshold.copy(), self.left.copy(), self.right.copy(),
             self.leaf_class.copy(), self.class_counts.copy(),
+            None if self.raw_threshold is None else self.raw_threshold.copy(),
         )
 
     def compact(self) -> "Tree":
@@ -199,6 +258,7 @@ class Tree:
         return Tree(
             self.weights[order], self.threshold[order], left, right,
             self.leaf_class[order], self.class_counts[order],
+            None if self.raw_threshold is None else self.raw_threshold[order],
         ).validate()
 
     def refit_counts(self, X: np.ndarray, y: np.ndarray, relabel: bool = True) -> "Tree":
@@ -229,11 +289,14 @@ class Tree:
             and np.array_equal(self.right, other.right)
             and np.array_equal(self.leaf_class, other.leaf_class)
             and np.array_equal(self.class_counts, other.class_counts)
+            and (self.raw_threshold is None) == (other.raw_threshold is None)
+            and (self.raw_threshold is None or np.array_equal(self.raw_threshold, other.raw_threshold))
         )
 
     def to_dict(self) -> dict:
-        """JSON-ready dict. Floats are written with ``repr`` precision, so the round trip is exact."""
-        return {
+        """JSON-ready dict. Floats are written with ``repr`` precision, so the round trip is exact.
+        ``raw_threshold`` is written only when present (older files and their hashes are unchanged)."""
+        d = {
             "n_features": self.n_features,
             "n_classes": self.n_classes,
             "weights": self.weights.tolist(),
@@ -243,6 +306,9 @@ class Tree:
             "leaf_class": self.leaf_class.tolist(),
             "class_counts": self.class_counts.tolist(),
         }
+        if self.raw_threshold is not None:
+            d["raw_threshold"] = self.raw_threshold.tolist()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Tree":
@@ -258,6 +324,8 @@ class Tree:
                 right=np.array(d["right"], dtype=np.int32),
                 leaf_class=np.array(d["leaf_class"], dtype=np.int32),
                 class_counts=counts,
+                raw_threshold=(None if d.get("raw_threshold") is None
+                               else np.array(d["raw_threshold"], dtype=np.float64)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise TreegenError(f"malformed tree: {exc}") from None

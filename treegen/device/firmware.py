@@ -134,7 +134,7 @@ def _resolve_port(tgt: _targets.Target) -> tuple[str, dict]:
 
 def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model_hash: str, target,
                    variant: str, max_payload: int | None = None, port: dict | None = None,
-                   train=None) -> list[Path]:
+                   train=None, proba: bool = False) -> list[Path]:
     """The harness files alone (protocol, port header and port, glue, harness) for a model whose
     ``<name>.h`` (``tg_<name>_predict_q15``, ``TG_<NAME>_N_FEATURES/N_CLASSES``) is provided separately.
 
@@ -142,6 +142,8 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
     ``port``: override the port table entry of the target's UART kind (tests: a narrow counter).
     ``train``: a :class:`treegen.device.train_firmware.TrainSpec` adds on-device training (the EFTI engine
     and tg_train.h/.c; glue TG_GLUE_HAS_TRAIN 1); use :func:`write_harness` for its RAM check.
+    ``proba``: the model header has ``tg_<name>_predict_proba_q15`` (a soft-voting ensemble): the
+    harness serves PROBA (capability bit 3).
     """
     tgt = _target(target)
     template, port_entry = _resolve_port(tgt)
@@ -177,6 +179,9 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
         "variant": variant,
         "variant_c": c_string_body(variant),
         "has_train": train is not None,
+        "has_proba": bool(proba),
+        "max_batch_proba": min(limits["max_batch"],
+                               (limits["max_payload"] - 2) // (limits["class_bytes"] + 2 * n_classes)),
     }
     out = prepare_out_dir(out_dir)
     sources = [f"{FIRMWARE_DIR}/tg_protocol.h", f"{FIRMWARE_DIR}/tg_protocol.c", f"{FIRMWARE_DIR}/tg_port.h",
@@ -218,7 +223,8 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
     return written + render_harness(out, name=report.name, n_features=model.n_features, n_classes=model.n_classes,
                                     model_hash=model.hash(), target=tgt,
                                     variant=f"{report.dtype}-{report.layout}-{report.variant}",
-                                    max_payload=max_payload, train=train)
+                                    max_payload=max_payload, train=train,
+                                    proba=len(model.trees) > 1 and report.vote == "soft")
 
 
 def plan_train(model: Model, tgt: _targets.Target, train, max_payload: int | None):

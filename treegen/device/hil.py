@@ -54,7 +54,7 @@ from treegen.core import targets as _targets
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model
 from treegen.core.version import __version__
-from treegen.device.protocol import BenchResult, CounterUnit, DeviceClient, DeviceInfo
+from treegen.device.protocol import CAP_PROBA, BenchResult, CounterUnit, DeviceClient, DeviceInfo
 
 DEFAULT_TIMEOUT = 10.0          # seconds per request
 DEFAULT_BENCH_ITERS = 2000      # calls per BENCH row
@@ -101,6 +101,7 @@ class Reference:
     fixed: np.ndarray            # int64 (n,) class indices of the Python fixed-point model
     floating: np.ndarray         # int64 (n,) class indices of the float model
     labels: np.ndarray | None    # int64 (n,) true class indices (-1 = label unknown to the model), or None
+    proba: np.ndarray | None = None  # int64 (n, n_classes) PROBA answers (soft-voting ensembles), else None
 
 
 def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
@@ -109,7 +110,7 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
     The fixed-point model is quantised *without* data, exactly as the firmware's exporter does
     (:func:`treegen.device.firmware.write_harness`), so it is the model the device runs.
     """
-    from treegen.emit.quantize import predict_model_q15, quantize_model
+    from treegen.emit.quantize import predict_model_q15, proba_q15, quantize_model, soft_sums, soft_vote
 
     if q15 is not None:
         Xq = np.asarray(q15, dtype=np.int64)
@@ -119,7 +120,14 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
             raise TreegenError("Q15 rows must hold values 0..32767")
     else:
         Xq = np.asarray(model.scaling.to_q15(np.asarray(X_raw, dtype=np.float64)), dtype=np.int64)
-    fixed = np.asarray(predict_model_q15(quantize_model(model), model.n_classes, Xq), dtype=np.int64)
+    proba = None
+    if len(model.trees) > 1 and model.vote == "soft":   # the firmware's soft vote (fixed point)
+        sv = soft_vote(model)
+        sums = soft_sums(quantize_model(model, None, sv.leaf_ids), sv, Xq)
+        fixed = sums.argmax(axis=1).astype(np.int64)
+        proba = proba_q15(sums, len(model.trees))
+    else:
+        fixed = np.asarray(predict_model_q15(quantize_model(model), model.n_classes, Xq), dtype=np.int64)
     floating = np.asarray(model.predict_index_normalised(Xq.astype(np.float64) / 32768.0), dtype=np.int64)
     y = None
     if labels is not None:
@@ -128,7 +136,7 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
             raise TreegenError(f"{len(labels)} labels for {Xq.shape[0]} rows")
         known = {repr(c): i for i, c in enumerate(model.classes)}
         y = np.array([known.get(repr(v), -1) for v in labels], dtype=np.int64)
-    return Reference(Xq, fixed, floating, y)
+    return Reference(Xq, fixed, floating, y, proba)
 
 
 def random_rows(n_features: int, n_rows: int = RANDOM_ROWS, seed: int = 0) -> np.ndarray:
@@ -495,6 +503,19 @@ def run_hil(model: Model, target, *, port: str | None = None, data=None, layout:
                        f"{report['float_agreement']:.2f} %")
             _set_check(report, "predictions", mism == 0, seconds, msg)
 
+            # ---- probabilities (soft-voting ensembles: PROBA)
+            if ref.proba is not None and info.capabilities & CAP_PROBA:
+                current = "proba"
+                report["checks"].append({"name": "proba", "ok": None, "seconds": 0.0, "message": "not run"})
+                t0 = time.perf_counter()
+                p_cls, p_val = device.client.predict_proba(ref.X_q15)
+                bad = np.flatnonzero((p_cls != ref.fixed) | np.any(p_val != ref.proba, axis=1))
+                report["proba_mismatches"] = int(bad.size)
+                msg = (f"{bad.size} of {n} rows: device probabilities differ from the fixed-point model (first: "
+                       f"row {int(bad[0])}, device {p_val[bad[0]].tolist()}, expected {ref.proba[bad[0]].tolist()})"
+                       if bad.size else f"{n} rows: classes and probabilities identical to the fixed-point model")
+                _set_check(report, "proba", bad.size == 0, time.perf_counter() - t0, msg)
+
             # ---- bench
             current = "bench"
             if bench_iters > 0:
@@ -535,7 +556,7 @@ def run_hil(model: Model, target, *, port: str | None = None, data=None, layout:
                 message = f"{message} ({diag})"
         report["ok"] = False
         report["error"] = message
-        if current in CHECKS:
+        if current in CHECKS or current == "proba":
             _set_check(report, current, False, 0.0, message)
         for c in report["checks"]:
             if c["ok"] is None:

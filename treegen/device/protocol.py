@@ -56,6 +56,7 @@ class MsgType(IntEnum):
     TREE_GET = 0x07
     PREDICT_TRAINED = 0x08
     TRAIN_INFO = 0x09
+    PROBA = 0x0A               # soft-voting ensembles (capability bit 3, PROBA): classes + probabilities
     PONG = 0x81
     INFO_RESPONSE = 0x82
     PREDICT_RESPONSE = 0x83
@@ -65,6 +66,7 @@ class MsgType(IntEnum):
     TREE_GET_RESPONSE = 0x87
     PREDICT_TRAINED_RESPONSE = 0x88
     TRAIN_INFO_RESPONSE = 0x89
+    PROBA_RESPONSE = 0x8A
     ERROR = 0xFF
 
 
@@ -87,6 +89,7 @@ class CounterUnit(IntEnum):
 CAP_PREDICT = 0x1
 CAP_BENCH = 0x2
 CAP_TRAIN = 0x4
+CAP_PROBA = 0x8
 
 
 # ---------------------------------------------------------------------- errors
@@ -590,6 +593,32 @@ class DeviceClient:
                                     f"the model has {info.n_classes}")
             out[start:start + n] = classes
         return out
+
+    def predict_proba(self, rows, *, timeout: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """PROBA (devices with capability PROBA, i.e. soft-voting ensembles): for every row of Q15
+        features its class index and the ``n_classes`` mean class probabilities as the device computes
+        them (int64, units of 2^-15: 32768 = 1.0)."""
+        info = self.info()
+        if not info.capabilities & CAP_PROBA:
+            raise TreegenError(f"{self.name}: the device does not serve PROBA (its model has no soft vote)")
+        a = self._rows(rows, info)
+        rec = np.dtype([("c", "u1" if info.class_bytes == 1 else "<u2"), ("p", "<u2", (info.n_classes,))])
+        per_batch = max(1, min(info.max_batch, (info.max_payload - 2) // rec.itemsize))
+        classes = np.empty(a.shape[0], dtype=np.int64)
+        proba = np.empty((a.shape[0], info.n_classes), dtype=np.int64)
+        for start in range(0, a.shape[0], per_batch):
+            batch = a[start:start + per_batch]
+            n = batch.shape[0]
+            resp = self.request(MsgType.PROBA, struct.pack("<H", n) + batch.tobytes(), timeout=timeout)
+            if len(resp) != 2 + n * rec.itemsize or struct.unpack_from("<H", resp)[0] != n:
+                raise ProtocolError(f"{self.name}: PROBA response of {len(resp)} bytes does not hold {n} rows")
+            data = np.frombuffer(resp, dtype=rec, offset=2, count=n)
+            classes[start:start + n] = data["c"]
+            proba[start:start + n] = data["p"]
+        if classes.size and classes.max() >= info.n_classes:
+            raise ProtocolError(f"{self.name}: PROBA returned class {int(classes.max())}, the model has "
+                                f"{info.n_classes}")
+        return classes, proba
 
     def bench(self, row, n_iter: int, *, timeout: float | None = None) -> BenchResult:
         """BENCH: time ``n_iter`` (1..65535) calls of the model on one row."""

@@ -58,10 +58,12 @@ from treegen.core.scaling import Q15_MAX, Q15_ONE
 from treegen.core.tree import LEAF
 from treegen.core.version import __version__
 from treegen.emit import quantize as _quantize
+from treegen.emit.quantize import f32_below_above, grid_matches_raw, q15_of_raw  # noqa: F401 (re-exported)
 
 LAYOUTS = ("table", "unrolled")
 DTYPES = ("q15", "f32")
 VARIANTS = ("auto", "scalar", "dsp", "mve")
+VOTES = ("auto", "soft", "hard")
 MVE_LANES = 8  # int16_t lanes of a 128-bit Helium vector
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic")
 SIZE_CFLAGS = ("-ffunction-sections", "-fdata-sections")
@@ -88,8 +90,8 @@ class ExportReport:
     n_classes: int
     trees: list                       # per tree: kind, internal nodes, leaves, depth, acc_bits, acc_bound, exact
     acc_bits: int | None              # widest accumulator (q15 oblique), 16 = no accumulator, None for f32
-    exact: bool | None                # q15: every integer test provably equals its float test; f32: every
-                                      # test takes the Q15 model's branch on every float32 input (axis trees)
+    exact: bool | None                # the export predicts as the source / float model for every input of
+                                      # the input contract (tests and vote); see ``guarantee`` and ``notes``
     unresolved_rows: list             # data rows that cannot keep their float side after quantisation
     field_types: dict                 # child reference / feature index C types
     estimated_bytes: int              # tables (+ an estimate of unrolled code), used for the flash check
@@ -100,6 +102,11 @@ class ExportReport:
     size_note: str = ""
     agreement: dict | None = None     # with data: fixed-vs-float agreement and both accuracies (percent)
     notes: list = field(default_factory=list)
+    vote: str = "single tree"         # ensembles: soft / hard
+    input_contract: str = "float32"   # float32 / integer / q15 (Model.contract)
+    guarantee: str = ""               # what holds for every input of the contract
+    thresholds_off_grid: int | None = None  # imported models: tests whose Q15 grid test differs from the source
+    soft_vote_bound: float | None = None    # soft vote == float argmax unless class means differ by <= this
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -256,13 +263,45 @@ def f32_key(bits):
     return int(key) if key.ndim == 0 else key
 
 
-def q15_of_raw(x, offset: float, scale: float):
-    """``InputScaling.to_q15`` of one feature, the same float64 operations in the same order
-    (``rint((x - offset) * scale * 32768)`` clipped to 0..32767), extended to +-inf inputs (a NaN,
-    i.e. +-inf with scale 0, or a NaN input, gives 0 as in the C Q15 scaling)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        v = np.rint((np.asarray(x, dtype=np.float64) - offset) * scale * Q15_ONE)
-    return np.clip(np.where(np.isnan(v), 0.0, v), 0, Q15_MAX)
+def _f32_of_ordinals(o: np.ndarray) -> np.ndarray:
+    o = np.asarray(o, dtype=np.int64)
+    bits = np.where(o >= 0, o, 0x80000000 | -o).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def f32_axis_splits(offset, scale, T) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`f32_axis_split` over nodes: (ops array of "left"/"right"/"le"/"gt", t float32
+    array; t is NaN where op is "left"/"right")."""
+    offset = np.asarray(offset, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    T = np.asarray(T, dtype=np.int64)
+    n = T.shape[0]
+    ops = np.full(n, "", dtype=object)
+    t = np.full(n, np.nan, dtype=np.float32)
+    always_left = (T >= Q15_MAX) | ((scale == 0.0) & (T >= 0))
+    always_right = ~always_left & (T < 0)
+    ops[always_left], ops[always_right] = "left", "right"
+    todo = np.flatnonzero(~always_left & ~always_right)
+
+    def left(o, idx):
+        return q15_of_raw(_f32_of_ordinals(o), offset[idx], scale[idx]) <= T[idx]
+
+    lo = np.full(todo.size, -_F32_INF_ORD, dtype=np.int64)
+    hi = np.full(todo.size, _F32_INF_ORD, dtype=np.int64)
+    first, last = left(lo, todo), left(hi, todo)
+    const = first == last
+    ops[todo[const & first]] = "left"
+    ops[todo[const & ~first]] = "right"
+    keep = ~const
+    todo, lo, hi, first = todo[keep], lo[keep], hi[keep], first[keep]
+    while todo.size and np.any(hi - lo > 1):  # invariant: left(lo) == first != left(hi)
+        mid = (lo + hi) // 2
+        same = left(mid, todo) == first
+        lo = np.where(same, mid, lo)
+        hi = np.where(same, hi, mid)
+    ops[todo] = np.where(scale[todo] > 0, "le", "gt")
+    t[todo] = _f32_of_ordinals(lo)
+    return ops, t
 
 
 def f32_axis_split(offset: float, scale: float, T: int) -> tuple:
@@ -272,36 +311,23 @@ def f32_axis_split(offset: float, scale: float, T: int) -> tuple:
     that side, ``("le", t)``: left iff ``x <= t``, or ``("gt", t)``: left iff ``x > t`` (negative
     scale). ``t`` is found by binary search over the float32 ordinals: ``q`` is monotone in ``x``
     (every float64 operation in it is), so exactly the ordinals up to ``t`` take one side. For
-    positive scales ``t`` is the largest float32 with ``q(t) <= T``.
+    positive scales ``t`` is the largest float32 with ``q(t) <= T``. (:func:`f32_axis_splits` does
+    the same for many nodes at once.)
     """
-    if T >= Q15_MAX or (scale == 0.0 and T >= 0):
-        return "left", None  # q <= 32767 always; scale 0: q == 0
-    if T < 0:
-        return "right", None  # q >= 0 always
-
-    def left(o: int) -> bool:
-        return bool(q15_of_raw(_f32_of_ordinal(o), offset, scale) <= T)
-
-    lo, hi = -_F32_INF_ORD, _F32_INF_ORD
-    rising = scale > 0  # q non-decreasing in x: the left side is x <= t
-    first, last = left(lo), left(hi)
-    if first == last:
-        return ("left", None) if first else ("right", None)
-    while hi - lo > 1:  # invariant: left(lo) == first != left(hi)
-        mid = (lo + hi) // 2
-        if left(mid) == first:
-            lo = mid
-        else:
-            hi = mid
-    return ("le" if rising else "gt"), _f32_of_ordinal(lo)
+    ops, t = f32_axis_splits([offset], [scale], [T])
+    op = str(ops[0])
+    return (op, None) if op in ("left", "right") else (op, np.float32(t[0]))
 
 
 def _f32_comment(t: np.float32) -> str:
     return "-inf" if np.isneginf(t) else ("inf" if np.isposinf(t) else f32_literal(t))
 
 
-def _f32_axis_node(i: int, feature: int, T: int, left: int, right: int, scaling) -> dict:
-    op, t = f32_axis_split(float(scaling.offset[feature]), float(scaling.scale[feature]), int(T))
+def _f32_axis_node(i: int, feature: int, T: int, left: int, right: int, scaling, split=None) -> dict:
+    """One f32 axis test: the Q15 test ``q(x) <= T`` as a raw test (:func:`f32_axis_split`), or the
+    given ``split`` (``("le", t)``: the source's own float32 test, imported models)."""
+    op, t = split if split is not None else f32_axis_split(float(scaling.offset[feature]),
+                                                             float(scaling.scale[feature]), int(T))
     if op == "gt":  # left iff x > t  <=>  right iff x <= t
         left, right = right, left
     node = {"index": i, "feature": int(feature), "left": int(left), "right": int(right), "q15_threshold": int(T),
@@ -331,17 +357,29 @@ def _f32_fold(tree, n: int, scaling) -> tuple[np.ndarray, np.float32]:
     return w32, np.float32(min(max(theta, -_F32_MAX), _F32_MAX))
 
 
-def _f32_tree_data(index: int, tree, scaling) -> dict:
+def _f32_tree_data(index: int, tree, scaling, leaf_ids=None, source_thresholds: bool = True) -> dict:
     """A float tree as f32 template data, in pre-order with the child references of the q15 trees.
 
-    Axis trees: each test becomes an exact test of the raw float32 input (:func:`f32_axis_split`)
-    on the quantised tree's integer thresholds. Oblique trees: scaling folded into the weights.
+    Axis trees with raw thresholds (imported): each test is the source's ``float32(x) <= t``, i.e.
+    ``x <= `` the largest float32 not above ``t``. Other axis trees: each test becomes an exact test of
+    the raw float32 input (:func:`f32_axis_split`) on the quantised tree's integer thresholds.
+    Oblique trees: scaling folded into the weights. ``leaf_ids``: what leaves return (soft voting).
+    ``source_thresholds=False``: the Q15 model's raw splits even where raw thresholds exist (the q15
+    export's raw-input entry point).
     """
     axis = tree.is_axis_parallel()
+    leaf_value = tree.leaf_class if leaf_ids is None else np.asarray(leaf_ids)
     if axis:
-        qt = _quantize.quantize_tree(tree)
+        qt = _quantize.quantize_tree(tree, leaf_ids=leaf_ids)
+        feat = qt.feature.astype(np.int64)
+        ops, ts = f32_axis_splits(scaling.offset[feat], scaling.scale[feat], qt.threshold)
+        splits = [(str(o), None if o in ("left", "right") else np.float32(v)) for o, v in zip(ops, ts)]
+        if tree.raw_threshold is not None and source_thresholds:
+            order = [k for k in tree.preorder() if tree.left[k] != LEAF]
+            below, _ = f32_below_above(tree.raw_threshold[order])
+            splits = [("le", np.float32(b)) for b in below]
         nodes = [_f32_axis_node(i, int(qt.feature[i]), int(qt.threshold[i]), int(qt.left[i]), int(qt.right[i]),
-                                scaling) for i in range(qt.n_internal)]
+                                scaling, splits[i]) for i in range(qt.n_internal)]
         root = int(qt.root)
     else:
         order = tree.preorder()
@@ -349,7 +387,7 @@ def _f32_tree_data(index: int, tree, scaling) -> dict:
         pos = {n: i for i, n in enumerate(internal)}
 
         def ref(n: int) -> int:
-            return pos[n] if tree.left[n] != LEAF else -int(tree.leaf_class[n]) - 1
+            return pos[n] if tree.left[n] != LEAF else -int(leaf_value[n]) - 1
 
         nodes = []
         for i, n in enumerate(internal):
@@ -362,22 +400,41 @@ def _f32_tree_data(index: int, tree, scaling) -> dict:
         root = ref(0)
     _mark_constant_tests(nodes, None)
     kind = "leaf" if root < 0 else ("axis" if axis else "oblique")
+    raw = axis and tree.raw_threshold is not None and source_thresholds
     return {"index": index, "kind": kind, "root": root, "n_internal": len(nodes), "n_leaves": tree.n_leaves,
             "depth": tree.depth, "leaf_class": -root - 1 if root < 0 else -1, "acc_bits": 0, "acc_bound": 0,
-            "exact": kind != "oblique", "nodes": nodes}
+            "exact": kind != "oblique", "raw_thresholds": raw, "nodes": nodes}
 
 
-def predict_f32(trees: list, X, n_classes: int) -> np.ndarray:
+def predict_f32(trees: list, X, n_classes: int, soft=None) -> np.ndarray:
     """Class indices computed exactly as the generated f32 C does (``trees``: the ``_f32_tree_data``
     of every tree; ``X``: raw rows, rounded to float32 as the C receives them). Majority vote, ties
-    -> lowest index."""
-    X32 = np.asarray(X, dtype=np.float32)
+    -> lowest index; with ``soft`` (a :class:`~treegen.emit.quantize.SoftVote`) the fixed-point soft
+    vote."""
+    leaves = f32_leaves(trees, X)
+    if soft is not None:
+        total = np.zeros((leaves.shape[0], n_classes), dtype=np.int64)
+        for k in range(leaves.shape[1]):
+            total += soft.table[leaves[:, k]]
+        return total.argmax(axis=1)
+    if leaves.shape[1] == 1:
+        return leaves[:, 0]
+    votes = np.zeros((leaves.shape[0], n_classes), dtype=np.int64)
+    for k in range(leaves.shape[1]):
+        votes[np.arange(leaves.shape[0]), leaves[:, k]] += 1
+    return votes.argmax(axis=1)
+
+
+def f32_leaves(trees: list, X) -> np.ndarray:
+    """The value every tree's leaf returns (class index, or probability row with soft voting) for
+    every row, as the f32 C computes it: int64 ``(rows, n_trees)``."""
+    with np.errstate(over="ignore"):
+        X32 = np.asarray(X, dtype=np.float32)
     if X32.ndim != 2:
         raise TreegenError(f"expected a 2-D array of rows, got shape {X32.shape}")
     keys = f32_key(X32.view(np.uint32).astype(np.int64))
-    votes = np.zeros((X32.shape[0], n_classes), dtype=np.int64)
-    all_rows = np.arange(X32.shape[0])
-    for t in trees:
+    out = np.zeros((X32.shape[0], len(trees)), dtype=np.int64)
+    for k, t in enumerate(trees):
         ref = np.full(X32.shape[0], t["root"], dtype=np.int64)
         if t["kind"] == "axis":
             feat = np.array([n["feature"] for n in t["nodes"]], dtype=np.int64)
@@ -402,8 +459,8 @@ def predict_f32(trees: list, X, n_classes: int) -> np.ndarray:
                 go_left = acc <= thr[node]
             ref[active] = np.where(go_left, left[node], right[node])
             active = active[ref[active] >= 0]
-        votes[all_rows, -ref - 1] += 1
-    return votes.argmax(axis=1)
+        out[:, k] = -ref - 1
+    return out
 
 
 def _estimate_bytes(trees: list, layout: str, dtype: str, n_features: int, n_classes: int,
@@ -443,28 +500,57 @@ def _example_rows(model: Model, data) -> tuple[np.ndarray, np.ndarray]:
     return X, model.scaling.to_q15(X)
 
 
-def predict_fixed(qtrees: list, X_q15: np.ndarray, n_classes: int) -> np.ndarray:
-    """Class indices of the Python fixed-point model (majority vote, ties -> lowest index)."""
+def predict_fixed(qtrees: list, X_q15: np.ndarray, n_classes: int, soft=None) -> np.ndarray:
+    """Class indices of the Python fixed-point model (majority vote, ties -> lowest index; with ``soft``
+    the fixed-point soft vote of :class:`~treegen.emit.quantize.SoftVote`, ties -> lowest index)."""
+    if soft is not None:
+        return _quantize.soft_sums(qtrees, soft, X_q15).argmax(axis=1)
     return np.asarray(_quantize.predict_model_q15(qtrees, n_classes, np.asarray(X_q15)), dtype=np.int64)
 
 
+def used_features(model: Model) -> list:
+    """Features some test of the model reads (the raw wrapper scales only these)."""
+    used = set()
+    for t in model.trees:
+        internal = t.left != LEAF
+        used.update(int(j) for j in np.flatnonzero(np.any(t.weights[internal] != 0, axis=0)))
+    return sorted(used)
+
+
+def _c_double(v: float) -> str:
+    """An exact C99 double literal (hexadecimal floating constant)."""
+    return float(v).hex()
+
+
 def build_context(model: Model, *, name: str, target: _targets.Target, layout: str, dtype: str, variant: str,
-                  qtrees: list | None, examples: tuple | None = None) -> dict:
-    """Everything the templates need, as plain data."""
+                  qtrees: list | None, examples: tuple | None = None, soft=None) -> dict:
+    """Everything the templates need, as plain data (``soft``: the :class:`SoftVote` of a soft-voting
+    ensemble, whose leaves then return probability rows instead of classes)."""
     n_features, n_classes = model.n_features, model.n_classes
     feat_t = int_type(0, max(n_features - 1, 0), f"feature index (model has {n_features} features)")
+    n_leaf_values = n_classes if soft is None else soft.n_rows
     if dtype == "q15":
         trees = [_q15_tree_data(k, qt, t) for k, (qt, t) in enumerate(zip(qtrees, model.trees))]
-        lo, hi = _ref_range(qtrees)
+        hi = max(max(qt.n_internal - 1, 0) for qt in qtrees)
     else:
-        trees = [_f32_tree_data(k, t, model.scaling) for k, t in enumerate(model.trees)]
-        lo = -n_classes
+        trees = [_f32_tree_data(k, t, model.scaling, None if soft is None else soft.leaf_ids[k])
+                 for k, t in enumerate(model.trees)]
         hi = max(max(t["n_internal"] - 1, 0) for t in trees)
-    ref_t = int_type(lo, hi, f"child reference ({hi + 1} internal nodes, {n_classes} classes)")
+    lo = -n_leaf_values
+    leaf_what = f"{n_classes} classes" if soft is None else f"{n_leaf_values} leaf probability rows"
+    ref_t = int_type(lo, hi, f"child reference ({hi + 1} internal nodes, {leaf_what})")
     for t in trees:
         t["acc_c"] = "int64_t" if t["acc_bits"] == 64 else "int32_t"
     oblique = [t for t in trees if t["kind"] == "oblique"]
     scale = model.scaling
+    # q15, axis trees only: the raw-input entry point tests each Q15 split on the raw float32 bits
+    raw_split = dtype == "q15" and not oblique
+    raw_trees = ([_f32_tree_data(k, t, scale, None if soft is None else soft.leaf_ids[k], source_thresholds=False)
+                  for k, t in enumerate(model.trees)] if raw_split else [])
+    if raw_split:
+        hi_raw = max(max(t["n_internal"] - 1, 0) for t in raw_trees)
+        if hi_raw > hi:
+            ref_t = int_type(lo, hi_raw, f"child reference ({hi_raw + 1} internal nodes, {leaf_what})")
     ctx = {
         "version": __version__,
         "model_hash": model.hash(),
@@ -478,9 +564,17 @@ def build_context(model: Model, *, name: str, target: _targets.Target, layout: s
                     for i, c in enumerate(model.classes)],
         "scaling": {
             "method": scale.method,
-            "features": [{"index": i, "offset": f32_literal(o), "scale": f32_literal(s * Q15_ONE)}
-                         for i, (o, s) in enumerate(zip(scale.offset, scale.scale))],
+            "features": [{"index": i, "offset": _c_double(scale.offset[i]), "scale": _c_double(scale.scale[i]),
+                          "name": comment_text(model.feature_names[i])} for i in used_features(model)],
         },
+        "contract": model.contract,
+        "vote": "soft" if soft is not None else "hard",
+        "soft": None if soft is None else {
+            "rows": [[int(v) for v in row] for row in soft.table], "n_rows": soft.n_rows,
+            "exact": bool(soft.exact), "bound": f"{soft.bound:.3g}", "onehot": bool(soft.onehot)},
+        "raw_thresholds": model.has_raw_thresholds,
+        "raw_split": raw_split, "raw_trees": raw_trees,
+        "has_raw_axis": any(t["kind"] == "axis" for t in raw_trees),
         "trees": trees,
         "ref_t": ref_t, "feat_t": feat_t,
         "acc_sizes": sorted({t["acc_bits"] for t in oblique}),
@@ -551,32 +645,42 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
     its strings and, for q15, the raw-input wrapper with its scaling tables."""
     if not sections:
         return None
-    skip = {f".rodata.tg_{name}_class_labels"}
+    skip = {f".rodata.tg_{name}_class_labels", f".text.tg_{name}_predict", f".text.tg_{name}_predict_proba",
+            f".text.tg_{name}_predict_proba_q15", f".text.tg_{name}_sums_raw", f".rodata.tg_{name}_trees_raw"}
     if dtype == "q15":
-        skip |= {f".text.tg_{name}_predict", f".text.tg_{name}_scale_q15", f".rodata.tg_{name}_offset",
-                 f".rodata.tg_{name}_scale"}
+        skip |= {f".text.tg_{name}_scale_q15", f".rodata.tg_{name}_offset", f".rodata.tg_{name}_scale",
+                 f".rodata.tg_{name}_used"}
     return sum(v for k, v in sections.items()
                if k.startswith((".text", ".rodata", ".data", ".sdata"))
-               and k not in skip and not k.startswith(".rodata.str"))  # .rodata.str*: the label strings
+               and k not in skip and not k.startswith(".rodata.str")  # .rodata.str*: the label strings
+               and not k.startswith((f".rodata.tg_{name}_r", f".text.tg_{name}_raw")))  # q15's raw-input path
 
 
 # ---------------------------------------------------------------------- the export
 def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype: str = "q15",
-                 variant: str = "auto", name: str | None = None, data=None, measure: bool = True) -> ExportReport:
+                 variant: str = "auto", name: str | None = None, data=None, measure: bool = True,
+                 vote: str = "auto") -> ExportReport:
     """Write ``<name>.h``, ``<name>.c`` and ``main.c`` into ``out_dir``; return an :class:`ExportReport`.
 
     ``target`` is a target name or :class:`~treegen.core.targets.Target`; ``data`` is an optional
     ``(X_raw, labels)`` pair: its rows resolve inexact thresholds during quantisation, give the
     fixed-vs-float agreement and both accuracies, and provide the example rows of ``main.c``.
+    ``vote`` (ensembles): ``soft`` (mean leaf probabilities, fixed point; adds
+    ``tg_<name>_predict_proba``), ``hard`` (majority of classes) or ``auto`` (the model's own vote).
     """
     tgt = target if isinstance(target, _targets.Target) else _targets.get(str(target))
     _choice(layout, LAYOUTS, "layout")
     _choice(dtype, DTYPES, "dtype")
+    _choice(vote, VOTES, "vote")
     variant = resolve_variant(variant, tgt, dtype)
     ident = c_identifier(name) if name is not None else default_name(model)
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise TreegenError(f"output path {out_dir} is a file, not a directory")
     model.validate()
+    vote = model.vote if vote == "auto" else vote
+    soft = _quantize.soft_vote(model) if len(model.trees) > 1 and vote == "soft" else None
+    if soft is not None and len(model.trees) >= (1 << 31) // _quantize.PROBA_ONE:
+        raise TreegenError(f"soft voting sums {len(model.trees)} trees: more than a uint32_t sum holds")
 
     X_raw = labels = X_q = None
     if data is not None:
@@ -585,20 +689,23 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         X_q = model.scaling.to_q15(X_raw)
 
     notes = []
-    qtrees = _quantize.quantize_model(model, X_q) if dtype == "q15" else []
+    leaf_ids = None if soft is None else soft.leaf_ids
+    qtrees = _quantize.quantize_model(model, X_q, leaf_ids) if dtype == "q15" else []
     unresolved = sorted({int(r) for qt in qtrees for r in qt.unresolved_rows})
 
     ex_raw, ex_q = _example_rows(model, None if data is None else (X_raw,))
     ctx = build_context(model, name=ident, target=tgt, layout=layout, dtype=dtype, variant=variant,
-                        qtrees=qtrees if dtype == "q15" else None)
+                        qtrees=qtrees if dtype == "q15" else None, soft=soft)
     if dtype == "q15":
-        ex_expected = predict_fixed(qtrees, ex_q, model.n_classes)
+        ex_expected = predict_fixed(qtrees, ex_q, model.n_classes, soft)
     else:
-        ex_expected = predict_f32(ctx["trees"], ex_raw, model.n_classes)
+        ex_expected = predict_f32(ctx["trees"], ex_raw, model.n_classes, soft)
     ctx["examples"] = _examples(ex_raw, ex_q, ex_expected)
 
     estimated = _estimate_bytes(ctx["trees"], layout, dtype, model.n_features, model.n_classes,
                                 ctx["ref_t"]["bits"] // 8, ctx["feat_t"]["bits"] // 8)
+    if soft is not None:
+        estimated += soft.table.size * 2
     if estimated > tgt.flash_bytes:
         raise TreegenError(f"model needs about {estimated} bytes of flash, more than target {tgt.name!r} has "
                            f"({tgt.flash_bytes} bytes)")
@@ -617,13 +724,13 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
 
     agreement = None
     if data is not None and X_raw.shape[0] > 0:
-        float_pred = model.predict_index(X_raw)
+        float_pred = model.predict_index(X_raw, vote=vote)
         agreement = {"rows": int(X_raw.shape[0])}
         if dtype == "q15":
-            fixed_pred = predict_fixed(qtrees, X_q, model.n_classes)
+            fixed_pred = predict_fixed(qtrees, X_q, model.n_classes, soft)
             agreement["fixed_vs_float_pct"] = 100.0 * float(np.mean(fixed_pred == float_pred))
         else:  # the f32 C sees the rows rounded to float32
-            f32_pred = predict_f32(ctx["trees"], X_raw, model.n_classes)
+            f32_pred = predict_f32(ctx["trees"], X_raw, model.n_classes, soft)
             agreement["f32_vs_float_pct"] = 100.0 * float(np.mean(f32_pred == float_pred))
         if labels is not None and labels.shape[0] == X_raw.shape[0]:
             known = {c: i for i, c in enumerate(model.classes)}
@@ -633,8 +740,12 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
                 agreement["accuracy_fixed_pct"] = 100.0 * float(np.mean(fixed_pred == y))
             else:
                 agreement["accuracy_f32_pct"] = 100.0 * float(np.mean(f32_pred == y))
+
     if dtype == "f32":
-        if ctx["has_axis"]:
+        if ctx["has_axis"] and model.has_raw_thresholds:
+            notes.append("f32: axis trees compare the raw float32 inputs with the source model's own thresholds "
+                         "(x <= the largest float32 not above t): its branch for every float32 input")
+        elif ctx["has_axis"]:
             notes.append("f32: axis trees compare the raw float32 inputs with thresholds converted to raw units "
                          "at export: the same branch as the Q15 model for every float32 input, no scaling on "
                          "the device")
@@ -644,6 +755,50 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         if agreement is not None and "f32_vs_float_pct" in agreement:
             notes.append(f"f32: {agreement['f32_vs_float_pct']:.2f} % agreement with the float model "
                          f"({agreement['rows']} rows)")
+
+    # ---- what is guaranteed, for every input of the model's input contract
+    contract = model.contract
+    off_grid = (int(sum(np.count_nonzero(~grid_matches_raw(t, model.scaling)) for t in model.trees))
+                if model.has_raw_thresholds else None)
+    if dtype == "q15":
+        tests_exact = all(bool(qt.exact) for qt in qtrees)
+        if model.has_raw_thresholds and contract == "float32":
+            tests_exact = tests_exact and off_grid == 0
+    else:
+        tests_exact = all(t["kind"] != "oblique" for t in ctx["trees"])
+    vote_exact = soft is None or soft.exact
+    exact = bool(tests_exact and vote_exact)
+    source = "the source model's float32 tests" if model.has_raw_thresholds else "the model"
+    inputs = {"float32": "every float32 input", "integer": "every integer input",
+              "q15": "every Q15 input"}[contract]
+    if dtype == "q15":
+        guarantee = (f"C == Python fixed-point model on every Q15 input (tg_{ident}_predict_q15) and on every "
+                     f"float32 input (tg_{ident}_predict: the same Q15 values)")
+        if not tests_exact:
+            if model.has_raw_thresholds and off_grid:
+                notes.append(f"q15: {off_grid} threshold(s) lie between two Q15 grid points: an input in the grid "
+                             f"cell of such a threshold can take the other branch than {source}")
+            else:
+                notes.append("q15: inexact coefficients; thresholds fitted to the data given")
+    else:
+        if all(t["kind"] != "oblique" for t in ctx["trees"]):
+            guarantee = (f"each test takes the branch of {source} for every float32 input "
+                         "(compare on IEEE-754 bits; no scaling on the device)")
+        else:
+            guarantee = ("oblique trees: C == Python float32 evaluation (predict_f32, left to right, no FMA "
+                         "contraction) on every float32 input; agreement with the model measured")
+    if soft is not None:
+        guarantee += ("; soft vote exact (every leaf probability is a multiple of 2^-15)" if soft.exact else
+                      f"; soft vote == float argmax unless two class means differ by <= {soft.bound:.3g}")
+    if exact:
+        notes.insert(0, f"exact: predicts as {source} for {inputs} (input contract {contract})")
+    elif agreement is not None:
+        key = "fixed_vs_float_pct" if dtype == "q15" else "f32_vs_float_pct"
+        notes.append(f"not exact for {inputs}: measured {agreement[key]:.2f} % agreement with {source} "
+                     f"on the {agreement['rows']} data rows given")
+    if dtype == "q15" and contract == "integer":
+        notes.append(f"input contract integer: tg_{ident}_predict rounds a non-integer input to the nearest integer "
+                     "(half to even) before the test")
     if dtype == "q15" and variant in ("dsp", "mve") and not ctx["has_oblique"]:
         notes.append(f"variant {variant}: the model has no oblique tree, axis tests need no multiply-accumulate")
     if unresolved:
@@ -651,14 +806,12 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
 
     trees_info = [{k: t[k] for k in ("kind", "n_internal", "n_leaves", "depth", "acc_bits", "acc_bound", "exact")}
                   for t in ctx["trees"]]
-    if dtype == "f32":  # exact: every test equals the Q15 model's on every float32 input (axis trees)
+    if dtype == "f32":
         for t in trees_info:
             t["acc_bits"] = t["acc_bound"] = None
         acc_bits = None
-        exact = all(t["exact"] for t in trees_info)
     else:
         acc_bits = max(t["acc_bits"] for t in ctx["trees"])
-        exact = all(bool(qt.exact) for qt in qtrees)
     return ExportReport(
         name=ident, target=tgt.name, layout=layout, dtype=dtype, variant=variant, model_hash=ctx["model_hash"],
         files=[str(p) for p in texts], n_features=model.n_features, n_classes=model.n_classes, trees=trees_info,
@@ -667,4 +820,7 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         estimated_bytes=estimated, flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"],
         flash_bytes_inference=inference_bytes(size["sections"], ident, dtype),
         sections=size["sections"], size_note=size["note"], agreement=agreement, notes=notes,
+        vote=ctx["vote"] if len(model.trees) > 1 else "single tree", input_contract=contract,
+        guarantee=guarantee, thresholds_off_grid=off_grid,
+        soft_vote_bound=None if soft is None else float(soft.bound),
     )

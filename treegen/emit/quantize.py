@@ -123,28 +123,68 @@ def _fit_threshold(acc: np.ndarray, left: np.ndarray, t0: int) -> tuple[int, np.
     return t, bad
 
 
-def quantize_tree(tree: Tree, X_q15: np.ndarray | None = None) -> QuantizedTree:
+def q15_of_raw(x, offset, scale):
+    """``InputScaling.to_q15`` of one feature, the same float64 operations in the same order
+    (``rint((x - offset) * scale * 32768)`` clipped to 0..32767), extended to +-inf inputs (a NaN,
+    i.e. +-inf with scale 0, or a NaN input, gives 0 as in the C Q15 scaling). Vectorised."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = np.rint((np.asarray(x, dtype=np.float64) - offset) * scale * 32768)
+    return np.clip(np.where(np.isnan(v), 0.0, v), 0, Q15_MAX)
+
+
+def f32_below_above(t):
+    """The float32 values around a float64 threshold ``t`` (vectorised): the largest float32 ``<= t``
+    (the last input scikit-learn's ``float32(x) <= t`` sends left) and the next float32."""
+    t = np.asarray(t, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        t32 = t.astype(np.float32)
+    below = np.where(t32.astype(np.float64) <= t, t32, np.nextafter(t32, np.float32(-np.inf)))
+    return below.astype(np.float32), np.nextafter(below.astype(np.float32), np.float32(np.inf))
+
+
+def grid_matches_raw(tree: Tree, scaling) -> np.ndarray:
+    """For a tree with raw (source) thresholds: per internal node in pre-order, does the Q15 test
+    ``q(x) <= T`` of :func:`quantize_tree` take the source's branch (``float32(x) <= raw``) for
+    *every* float32 input? ``q`` is monotone, so it suffices that the last float32 the source sends
+    left has ``q <= T`` and the first it sends right ``q > T``."""
+    order = [k for k in tree.preorder() if tree.left[k] != LEAF]
+    if not order or tree.raw_threshold is None:
+        return np.ones(len(order), dtype=bool)
+    order = np.array(order)
+    feat = tree.test_feature()[order]
+    c = tree.weights[order, feat]
+    T = np.floor(tree.threshold[order] * 32768 / c)   # exact for the importer's (Q + 0.5) / 32768 and t / 32768
+    below, above = f32_below_above(tree.raw_threshold[order])
+    off, sc = scaling.offset[feat], scaling.scale[feat]
+    return (q15_of_raw(below, off, sc) <= T) & (q15_of_raw(above, off, sc) > T)
+
+
+def quantize_tree(tree: Tree, X_q15: np.ndarray | None = None, leaf_ids: np.ndarray | None = None) -> QuantizedTree:
     """Integer version of ``tree`` (see the module docstring for the exact semantics).
 
     ``X_q15`` (optional, int rows on the Q15 grid, e.g. the training data) is used only for
     oblique nodes whose coefficients are not exactly representable: their thresholds are then
     fitted so these rows keep their float side, and rows that cannot are reported in
     ``unresolved_rows`` (row indices into ``X_q15``).
+
+    ``leaf_ids`` (optional, int per node): what a leaf returns instead of its class index (e.g. the
+    index of its class-probability row for soft voting); leaf references become ``-leaf_id - 1``.
     """
     tree.validate()
+    leaf_value = tree.leaf_class if leaf_ids is None else np.asarray(leaf_ids, dtype=np.int64)
     order = [k for k in tree.preorder() if tree.left[k] != LEAF]
     index = {k: i for i, k in enumerate(order)}
     n_int, A = len(order), tree.n_features
 
     def ref(k: int) -> int:
-        return index[k] if tree.left[k] != LEAF else _leaf_ref(tree.leaf_class[k])
+        return index[k] if tree.left[k] != LEAF else _leaf_ref(leaf_value[k])
 
     W = tree.weights[order] if n_int else np.zeros((0, A))
     nnz = np.count_nonzero(W, axis=1)
     kind = "axis" if np.all(nnz <= 1) else "oblique"
     left = np.array([ref(int(tree.left[k])) for k in order], dtype=np.int64)
     right = np.array([ref(int(tree.right[k])) for k in order], dtype=np.int64)
-    root = 0 if n_int else _leaf_ref(tree.leaf_class[0])
+    root = 0 if n_int else _leaf_ref(leaf_value[0])
     feature = np.full(n_int, -1, dtype=np.int64)
     shift = np.zeros(n_int, dtype=np.int64)
     threshold = np.zeros(n_int, dtype=np.int64)
@@ -249,9 +289,92 @@ def predict_q15(qt: QuantizedTree, X_q15: np.ndarray) -> np.ndarray:
     return -ref - 1
 
 
-def quantize_model(model, X_q15: np.ndarray | None = None) -> list[QuantizedTree]:
-    """Quantise every tree of a :class:`~treegen.core.model.Model`."""
-    return [quantize_tree(t, X_q15) for t in model.trees]
+def quantize_model(model, X_q15: np.ndarray | None = None, leaf_ids: list | None = None) -> list[QuantizedTree]:
+    """Quantise every tree of a :class:`~treegen.core.model.Model` (``leaf_ids``: per tree, see
+    :func:`quantize_tree`)."""
+    return [quantize_tree(t, X_q15, None if leaf_ids is None else leaf_ids[k]) for k, t in enumerate(model.trees)]
+
+
+# ------------------------------------------------------------------------------ soft voting
+PROBA_BITS = 15          # leaf probabilities in units of 2^-15 (uint16_t, 32768 = 1.0)
+PROBA_ONE = 1 << PROBA_BITS
+
+
+@dataclass(eq=False)
+class SoftVote:
+    """Fixed-point soft voting of an ensemble.
+
+    Every distinct leaf class distribution of the forest is one row of ``table`` (uint16, units of
+    2^-15: ``P = round(p * 32768)`` half up, ``p`` the leaf's count frequency); ``leaf_ids[k][node]``
+    is the row of node ``node`` of tree ``k``. The C sums the rows of the leaves reached
+    (``uint32_t``, at most ``n_trees * 32768``: no overflow below 131072 trees) and returns the first
+    class with the largest sum (scikit-learn's ``argmax``: ties -> lowest index).
+
+    Agreement with the float mean (scikit-learn's ``predict_proba``): each stored probability is
+    within 2^-16 of ``p``, so a sum difference of two classes is within ``n_trees * 2^-15`` of the
+    exact one: the fixed-point vote equals the float argmax whenever the top class's mean exceeds
+    every other class's mean by more than ``bound`` = 2^-15 (+ the float sum's own rounding,
+    ``n_trees * 2^-52``). ``exact`` when every ``p * 32768`` is an integer (e.g. pure leaves): then
+    the sums are exact in both and the votes are identical, ties included.
+    """
+
+    table: np.ndarray       # int64 (n_rows, n_classes), values 0..32768
+    leaf_ids: list          # per tree: int64 (n_nodes,) row index of each leaf (-1 for internal nodes)
+    exact: bool
+    bound: float
+    onehot: bool = False    # every leaf is pure: row k is class k (the C adds 32768 to the leaf's class)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.table.shape[0])
+
+
+def soft_vote(model) -> SoftVote:
+    """The fixed-point soft vote of ``model``'s trees (see :class:`SoftVote`)."""
+    rows: dict = {}
+    table = []
+    leaf_ids = []
+    exact = True
+    for tree in model.trees:
+        counts = tree.class_counts
+        ids = np.full(tree.n_nodes, -1, dtype=np.int64)
+        for node in tree.leaves():
+            c = counts[node].astype(object)
+            n = int(sum(c))
+            if n == 0:
+                row = tuple(PROBA_ONE if k == tree.leaf_class[node] else 0 for k in range(tree.n_classes))
+            else:   # round half up, exact rational arithmetic
+                row = tuple(int((2 * int(ck) * PROBA_ONE + n) // (2 * n)) for ck in c)
+                exact &= all((int(ck) * PROBA_ONE) % n == 0 for ck in c)
+            if row not in rows:
+                rows[row] = len(table)
+                table.append(row)
+            ids[node] = rows[row]
+        leaf_ids.append(ids)
+    n_trees = len(model.trees)
+    bound = 0.0 if exact else 2.0 ** -PROBA_BITS + n_trees * 2.0 ** -52
+    table = np.array(table, dtype=np.int64).reshape(-1, model.n_classes)
+    if np.all(np.count_nonzero(table, axis=1) == 1):   # pure leaves: row = class, sums = 32768 * votes
+        cls = table.argmax(axis=1)
+        leaf_ids = [np.where(ids >= 0, cls[np.maximum(ids, 0)], -1) for ids in leaf_ids]
+        table = np.eye(model.n_classes, dtype=np.int64) * PROBA_ONE
+        return SoftVote(table, leaf_ids, True, 0.0, True)
+    return SoftVote(table, leaf_ids, exact, bound)
+
+
+def soft_sums(qtrees: list, sv: SoftVote, X_q15: np.ndarray) -> np.ndarray:
+    """Per-class sums of the stored leaf probabilities (int64), exactly as the C accumulates them."""
+    Xq = np.asarray(X_q15, dtype=np.int64)
+    total = np.zeros((Xq.shape[0], sv.table.shape[1]), dtype=np.int64)
+    for qt in qtrees:
+        total += sv.table[predict_q15(qt, Xq)]
+    return total
+
+
+def proba_q15(sums: np.ndarray, n_trees: int) -> np.ndarray:
+    """The C's ``predict_proba`` output from the sums: ``(sum + n_trees / 2) / n_trees`` (integer
+    division: the mean rounded half up), uint16 units of 2^-15 (32768 = 1.0)."""
+    return (np.asarray(sums, dtype=np.int64) + n_trees // 2) // n_trees
 
 
 def predict_model_q15(qtrees: list[QuantizedTree], n_classes: int, X_q15: np.ndarray) -> np.ndarray:

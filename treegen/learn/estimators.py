@@ -169,6 +169,28 @@ class TreeClassifier:
                             f"{self.n_features_in_} features as input")
         return self.classes_[self.model_.predict_index(X)]
 
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities: the class-count frequencies of the training rows in the leaf each row
+        reaches (one-hot of the leaf's class for an empty leaf).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; ``argmax`` (first maximum) equals ``predict`` except
+            for a leaf whose class is not its most frequent one (EFTI keeps a leaf's class when a
+            mutation empties it).
+        """
+        self._check_fitted()
+        X = _check_X(X)
+        if X.shape[1] != self.n_features_in_:
+            raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                            f"{self.n_features_in_} features as input")
+        return self.model_.predict_proba(X)
+
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 

@@ -35,17 +35,31 @@ integer 0..32767 (see :mod:`treegen.core.scaling`). Two routes:
           in the one grid cell that contains its threshold (on its far side), see
           ``metadata["sklearn_agreement_on_X"]`` and the tests for measured figures.
 
+The source's own tests (``raw_threshold``)
+------------------------------------------
+Every imported node also keeps scikit-learn's threshold ``t`` itself (:attr:`Tree.raw_threshold`):
+the model's float semantics (``Model.predict``) and the f32 export test ``float32(x) <= t``, i.e.
+``x <= `` the largest float32 not above ``t`` -- exactly scikit-learn's decision for *every* float32
+input, by construction. The Q15 grid thresholds above serve the q15 export; a node whose grid test
+differs from the source test for some float32 input is counted in ``metadata["thresholds_off_grid"]``
+(:func:`treegen.emit.quantize.grid_matches_raw`; 0 means the q15 model is exact for every float32
+input too).
+
+Input contract
+--------------
+``input_contract="auto"``: ``integer`` for the q15 route (integer data: the q15 raw wrapper rounds
+other values to the nearest integer), ``float32`` otherwise. ``input_contract="float32"`` with integer
+data takes the ``minmax`` route, so no input is ever rounded to an integer. Recorded in the model.
+
 Leaves, counts, forests
 -----------------------
 * Leaf class = ``argmax`` of scikit-learn's ``value`` (ties -> lowest index, as treegen).
 * ``class_counts`` = ``round(value * weighted_n_node_samples)``: the exact class counts for an
-  unweighted fit; for a forest the *bootstrap* counts (rows drawn twice count twice); for fits with
-  ``sample_weight`` / ``class_weight`` the rounded weighted counts (informative only).
-* A treegen ensemble is a *hard* majority vote (ties -> lowest index). ``RandomForestClassifier``
-  averages the trees' class probabilities (*soft* vote). Both are identical when every leaf is pure
-  (e.g. ``min_samples_leaf=1`` with no duplicate rows of different classes); otherwise they can
-  differ on rows where the trees disagree. The imported forest is exactly the hard vote of the
-  scikit-learn trees (``metadata["voting"]``).
+  unweighted fit; for a forest the *bootstrap* counts (rows drawn twice count twice). For fits with
+  ``sample_weight`` / ``class_weight`` (non-integer weighted counts) the weighted counts times 2^20,
+  rounded, so the leaf frequencies keep scikit-learn's probabilities within 2^-20.
+* A forest imports with ``vote="soft"`` (the mean of the leaf count frequencies, scikit-learn's
+  ``predict``; ties -> lowest index); ``vote="hard"`` gives the majority of the trees' classes.
 * Missing values (NaN routing of scikit-learn >= 1.3) are not carried over: treegen rejects NaN input.
 """
 
@@ -58,6 +72,10 @@ from treegen.core.model import Model
 from treegen.core.scaling import Q15_MAX, Q15_ONE, InputScaling
 from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
+from treegen.emit.quantize import grid_matches_raw
+
+CONTRACT_CHOICES = ("auto", "float32", "integer")
+WEIGHTED_COUNT_SCALE = 2.0 ** 20
 
 __all__ = ["from_sklearn"]
 
@@ -75,7 +93,8 @@ def _require_sklearn():
     return sklearn, DecisionTreeClassifier, (RandomForestClassifier, ExtraTreesClassifier)
 
 
-def from_sklearn(estimator, feature_names=None, X=None) -> Model:
+def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = None,
+                 input_contract: str = "auto") -> Model:
     """Convert a fitted scikit-learn tree classifier into a treegen :class:`Model`.
 
     Parameters
@@ -88,11 +107,15 @@ def from_sklearn(estimator, feature_names=None, X=None) -> Model:
         Data the model will see (normally the training data). Integers 0..32767 -> ``q15`` route;
         anything else -> ``minmax`` scaling fitted on ``X`` (see the module documentation).
         Without ``X`` the data are taken to be Q15 integers.
+    vote : {"soft", "hard"}, optional
+        How a forest combines its trees; default ``soft`` (scikit-learn's ``predict``).
+    input_contract : {"auto", "float32", "integer"}
+        The raw inputs the model is made for (see the module documentation).
 
     Returns
     -------
     Model
-        One tree for a decision tree, one tree per estimator for a forest (hard majority vote).
+        One tree for a decision tree, one tree per estimator for a forest.
 
     Examples
     --------
@@ -115,6 +138,12 @@ def from_sklearn(estimator, feature_names=None, X=None) -> Model:
         raise TreegenError(
             f"cannot import {type(estimator).__name__}: supported are scikit-learn DecisionTreeClassifier, "
             "RandomForestClassifier and ExtraTreesClassifier")
+    if vote is None:
+        vote = "soft" if kind == "forest" else "hard"
+    if vote not in ("soft", "hard"):
+        raise TreegenError(f"unknown vote {vote!r} (choose from soft, hard)")
+    if input_contract not in CONTRACT_CHOICES:
+        raise TreegenError(f"unknown input contract {input_contract!r} (choose from {', '.join(CONTRACT_CHOICES)})")
     if getattr(estimator, "n_outputs_", 1) != 1:
         raise TreegenError("multi-output scikit-learn models cannot be imported (one label column only)")
 
@@ -137,7 +166,12 @@ def from_sklearn(estimator, feature_names=None, X=None) -> Model:
         raise TreegenError("the scikit-learn model has non-finite thresholds")
 
     X_arr = _check_X(X, n_features)
-    scaling = _choose_scaling(X_arr, n_features, all_feat, all_thr)
+    if input_contract == "float32" and X_arr is None:
+        raise TreegenError("input contract float32 needs the training data as X= (to fit the input scaling)")
+    scaling = _choose_scaling(X_arr, n_features, all_feat, all_thr, force_minmax=input_contract == "float32")
+    if input_contract == "integer" and scaling.method != "q15":
+        raise TreegenError("input contract integer needs integer data in 0..32767 (X has other values)")
+    contract = "integer" if scaling.method == "q15" else "float32"
     Xq = scaling.to_q15(X_arr).astype(np.int64) if X_arr is not None else None
     X32 = X_arr.astype(np.float32).astype(np.float64) if X_arr is not None else None
 
@@ -148,6 +182,7 @@ def from_sklearn(estimator, feature_names=None, X=None) -> Model:
         trees.append(tree)
         unresolved += n_bad
 
+    off_grid = int(sum(np.count_nonzero(~grid_matches_raw(t, scaling)) for t in trees))
     params = {k: v for k, v in estimator.get_params().items() if _is_plain(v)}
     metadata = {
         "algorithm": f"sklearn-{type(estimator).__name__}",
@@ -157,14 +192,20 @@ def from_sklearn(estimator, feature_names=None, X=None) -> Model:
         "treegen_version": __version__,
         "scaling_route": scaling.method,
         "unresolved_thresholds": int(unresolved),
-        "voting": ("hard majority vote of the trees (scikit-learn's forest averages probabilities; "
-                   "identical when every leaf is pure)") if kind == "forest" else "single tree",
+        "thresholds_off_grid": off_grid,
+        "n_thresholds": int(all_thr.size),
+        "voting": (f"{vote} vote of the trees" + (" (scikit-learn's predict: mean leaf probabilities)"
+                                                  if vote == "soft" else " (majority of the trees' classes)"))
+        if kind == "forest" else "single tree",
         "class_counts": "round(value * weighted_n_node_samples): exact for unweighted trees, bootstrap "
-                        "counts in forests, rounded weighted counts with sample/class weights",
+                        "counts in forests; weighted counts * 2^20, rounded, with sample/class weights",
     }
-    model = Model(trees, feature_names, classes, scaling, metadata)
+    model = Model(trees, feature_names, classes, scaling, metadata, vote=vote if kind == "forest" else "hard",
+                  input_contract=contract)
     if X_arr is not None:
-        ours = model.predict_index(X_arr)
+        # the Q15 grid model (what the q15 export computes) on the rows of X; the float model (raw
+        # thresholds) equals scikit-learn on every float32 input by construction
+        ours = model.predict_index_normalised(model.scaling.transform(X_arr))
         theirs = np.searchsorted(np.asarray(estimator.classes_), estimator.predict(X_arr))
         metadata["n_train"] = int(X_arr.shape[0])
         metadata["sklearn_agreement_on_X"] = float(np.mean(ours == theirs))
@@ -186,7 +227,8 @@ def _check_X(X, n_features: int) -> np.ndarray | None:
     return X
 
 
-def _choose_scaling(X: np.ndarray | None, n_features: int, feat: np.ndarray, thr: np.ndarray) -> InputScaling:
+def _choose_scaling(X: np.ndarray | None, n_features: int, feat: np.ndarray, thr: np.ndarray,
+                    force_minmax: bool = False) -> InputScaling:
     if X is None:
         ok = (thr >= 0) & (thr <= Q15_MAX) & (thr * 2 == np.round(thr * 2))
         if not np.all(ok):
@@ -195,7 +237,7 @@ def _choose_scaling(X: np.ndarray | None, n_features: int, feat: np.ndarray, thr
                 f"the model's thresholds (e.g. {bad!r}) do not come from integer data in 0..32767; "
                 "pass the training data as X= to fit a min-max input scaling")
         return InputScaling.fit(np.zeros((1, n_features)), "q15")
-    scaling = InputScaling.fit(X, "auto")
+    scaling = InputScaling.fit(X, "minmax" if force_minmax else "auto")
     if scaling.method == "q15":
         return scaling
     lo = X.min(axis=0)
@@ -290,11 +332,14 @@ def _convert_tree(sk, kind: str, n_features: int, n_classes: int, scaling: Input
     wn = np.asarray(st.weighted_n_node_samples, dtype=np.float64)
     sums = value.sum(axis=1)
     counts_w = value if np.allclose(sums, wn, rtol=1e-9, atol=1e-9) else value * wn[:, None]
+    if not np.allclose(counts_w, np.rint(counts_w), rtol=0, atol=1e-6):   # weighted fit: keep the frequencies
+        counts_w = counts_w * WEIGHTED_COUNT_SCALE
     counts = np.zeros((n_nodes, n_classes), dtype=np.int64)
     counts[:, col_class] = np.rint(counts_w).astype(np.int64)
 
     weights = np.zeros((n_nodes, n_features))
     threshold = np.zeros(n_nodes)
+    raw = np.where(internal, np.asarray(st.threshold, dtype=np.float64), 0.0)
     unresolved = 0
     for node in np.flatnonzero(internal):
         f = int(st.feature[node])
@@ -307,7 +352,7 @@ def _convert_tree(sk, kind: str, n_features: int, n_classes: int, scaling: Input
             unresolved += not ok
             threshold[node] = (Q + 0.5) / Q15_ONE
     tree = Tree(weights, threshold, np.where(internal, left, LEAF), np.where(internal, right, LEAF),
-                leaf_class, counts)
+                leaf_class, counts, raw)
     return tree.compact(), unresolved
 
 
@@ -315,12 +360,17 @@ def _grid_threshold(t: float, f: int, scaling: InputScaling, Xq: np.ndarray, X32
     """Integer grid boundary Q for ``x_raw <= t`` on feature ``f``: the node tests ``q <= Q``.
 
     Start from the grid point at or below the exact image of ``t`` (of the middle of the float32 gap
-    containing it: the point scikit-learn's float32 test really splits at); move it, if needed, so that every
-    row of ``X`` keeps scikit-learn's side. Returns (Q, every row of X kept its side).
+    containing it: the point scikit-learn's float32 test really splits at) -- or, when ``t`` is itself a
+    float32 value (scikit-learn 1.9.1 puts some thresholds on a data value), the grid point of ``t``, so
+    that value stays left; move it, if needed, so that every row of ``X`` keeps scikit-learn's side.
+    Returns (Q, every row of X kept its side).
     """
     # image of the float32 gap around t (no float32 input lies strictly between t and that midpoint)
     u = (_f32_gap_midpoint(t) - scaling.offset[f]) * scaling.scale[f] * Q15_ONE
     Q0 = int(np.clip(np.floor(u), -1, Q15_MAX))
+    below, _ = f32_split(t)
+    if below == t:   # the threshold is itself a float32 value (a data value scikit-learn sends left): keep it left
+        Q0 = max(Q0, int(scaling.to_q15(np.full((1, scaling.n_features), below))[0, f]))
     goes_left = X32[:, f] <= t
     q = Xq[:, f]
     qa = int(q[goes_left].max()) if goes_left.any() else -1          # every left row needs q <= Q

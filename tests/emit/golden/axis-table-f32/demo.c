@@ -7,6 +7,7 @@
  *   model     sha256 96c06f9f425925cd97837ff8bf062fa6458f536c7a204e5a19d7deb18c8e4139
  *   target    cortex-m4 (cortex-m4), layout table, dtype f32
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2, exact on every float32 input
  *
  * Scaling and overflow behaviour
@@ -77,4 +78,10 @@ int tg_demo_predict_f32(const float *x)
         n = (tg_demo_key(x, tg_demo_t0_feature[n]) <= tg_demo_t0_key[n]) ? tg_demo_t0_left[n] : tg_demo_t0_right[n];
     } while (n >= 0);
     return (int)(-n - 1);
+}
+
+/* the raw-input entry point (the same function: f32 needs no input scaling) */
+int tg_demo_predict(const float *x_raw)
+{
+    return tg_demo_predict_f32(x_raw);
 }

@@ -7,6 +7,7 @@
  *   model     sha256 96c06f9f425925cd97837ff8bf062fa6458f536c7a204e5a19d7deb18c8e4139
  *   target    cortex-m4 (cortex-m4), layout table, dtype q15, variant scalar
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2, exact
  *
  * Scaling and overflow behaviour
@@ -20,11 +21,41 @@
  *   fits in 31 bits; |acc| <= sum_i |w[i]| * 32767 (the bound above, for every partial sum too),
  *   so the accumulator (int32_t when that bound is < 2^31, else int64_t) never overflows and never
  *   saturates. Comparisons are exact integer comparisons: no rounding happens anywhere.
- *   Raw inputs (tg_demo_predict): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "q15". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) needs no scaling arithmetic: every axis test q(x) <= T
+ *   was turned at export into x <= t, t the largest float32 with q(t) <= T (binary search over the
+ *   float32 values, q monotone), compared on the IEEE-754 bits: the class tg_demo_predict_q15
+ *   gives for the Python model's Q15 values, for every float32 input.
+ *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
+ *   by this scaling.
  */
 #include "demo.h"
+
+#include <float.h>
+
+/* Axis tests compare IEEE-754 binary32 bit patterns as integers: float must be binary32, stored in
+ * the byte order of int32_t (every Arm Cortex-M and x86 target). Checked at compile time (C99: a
+ * negative array size is an error). The bits are read through a union (C99 6.5.2.3: the bytes are
+ * reinterpreted; a single integer load on every core, also where a 4-byte memcpy stays a call). */
+typedef char tg_demo_float_is_binary32[(sizeof(float) == 4 && FLT_RADIX == 2 && FLT_MANT_DIG == 24
+                                               && FLT_MAX_EXP == 128) ? 1 : -1];
+
+/* monotone signed key of x[i]: its bits as int32_t with the magnitude bits flipped when negative,
+ * so x <= y implies key(x) <= key(y) (-0 sorts just below +0, a NaN beyond +-inf on the side of its
+ * sign bit). Two instructions on Armv7-M (asr, eor with lsr). */
+static inline int32_t tg_demo_key(const float *x, int i)
+{
+    union {
+        float f;
+        int32_t i;
+    } u;
+
+    u.f = x[i];
+    return u.i ^ (int32_t)(((uint32_t)0 - ((uint32_t)u.i >> 31)) >> 1);
+}
 
 const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "setosa",
@@ -32,40 +63,49 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "7"
 };
 
-/* Input scaling (q15): q = (x_raw - offset) * scale, scale = the model's scale * 32768 */
-static const float tg_demo_offset[TG_DEMO_N_FEATURES] = {
-    0.0f, /* sepal length */
-    0.0f, /* width * / x */
-    0.0f /* petal */
+/* Input scaling (q15) of the 2 feature(s) the trees test (the others are set to 0):
+ *   q = rint(((x_raw - offset) * scale) * 32768), saturated to 0..32767 (NaN -> 0)
+ * in IEEE-754 double, the operations and their order of treegen's InputScaling.to_q15: the same Q15
+ * value as the Python model for every float32 input (needs FLT_EVAL_METHOD 0: every Arm and x86-64
+ * compiler; on a core without a double-precision FPU these are soft-float calls). */
+static const int8_t tg_demo_used[2] = {
+    0, 2
 };
-static const float tg_demo_scale[TG_DEMO_N_FEATURES] = {
-    1.0f,
-    1.0f,
-    1.0f
+static const double tg_demo_offset[2] = {
+    0x0.0p+0, /* sepal length */
+    0x0.0p+0 /* petal */
+};
+static const double tg_demo_scale[2] = {
+    0x1.0000000000000p-15,
+    0x1.0000000000000p-15
 };
 
-/* Raw inputs -> Q15 (float32; round half to even; saturate to 0..32767; NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
+/* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
+void tg_demo_scale_q15(const float *x_raw, int16_t *q)
 {
     int i;
 
     for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        float v = (x_raw[i] - tg_demo_offset[i]) * tg_demo_scale[i];
+        q[i] = 0;
+    }
+    for (i = 0; i < 2; i++) {
+        double d = (double)x_raw[tg_demo_used[i]] - tg_demo_offset[i];
+        double v = (d * tg_demo_scale[i]) * 32768.0;
         int32_t r;
-        float frac;
+        double frac;
 
-        if (!(v > 0.0f)) {
-            q[i] = 0;
-        } else if (v >= 32767.0f) {
-            q[i] = 32767;
+        if (!(v > 0.0)) {
+            r = 0;
+        } else if (v >= 32767.0) {
+            r = 32767;
         } else {
             r = (int32_t)v; /* v > 0: truncation is floor */
-            frac = v - (float)r; /* exact: v < 2^15 */
-            if (frac > 0.5f || (frac == 0.5f && (r & 1) != 0)) {
+            frac = v - (double)r; /* exact */
+            if (frac > 0.5 || (frac == 0.5 && (r & 1) != 0)) {
                 r++;
             }
-            q[i] = (int16_t)r;
         }
+        q[tg_demo_used[i]] = (int16_t)r;
     }
 }
 
@@ -94,10 +134,35 @@ int tg_demo_predict_q15(const int16_t *x)
     return (int)(-n - 1);
 }
 
-int tg_demo_predict(const float *x_raw)
-{
-    int16_t q[TG_DEMO_N_FEATURES];
+/* tree 0 (axis, 2 internal nodes): node i tests key(x[feature[i]]) <= key[i], i.e.
+ * x <= t[i] with t[i] the raw-unit threshold (key INT32_MAX: every input); children: >= 0 an internal
+ * node, < 0 a leaf of class -ref - 1 */
+static const int8_t tg_demo_r0_feature[2] = {
+    0, 2
+};
+static const int32_t tg_demo_r0_key[2] = {
+    1182793984, /* x[0] <= 16384.5 */
+    1178598911 /* x[2] <= 12287.499 */
+};
+static const int8_t tg_demo_r0_left[2] = {
+    1, -1
+};
+static const int8_t tg_demo_r0_right[2] = {
+    -2, -3
+};
 
-    tg_demo_scale_q15(x_raw, q);
-    return tg_demo_predict_q15(q);
+static int tg_demo_raw0(const float *x)
+{
+    int32_t n = 0;
+
+    do {
+        n = (tg_demo_key(x, tg_demo_r0_feature[n]) <= tg_demo_r0_key[n]) ? tg_demo_r0_left[n] : tg_demo_r0_right[n];
+    } while (n >= 0);
+    return (int)(-n - 1);
+}
+
+/* raw-input entry point: every Q15 test evaluated on the raw float32 input (see the banner) */
+int tg_demo_predict(const float *x)
+{
+    return tg_demo_raw0(x);
 }

@@ -7,6 +7,7 @@
  *   model     sha256 96c06f9f425925cd97837ff8bf062fa6458f536c7a204e5a19d7deb18c8e4139
  *   target    cortex-m4 (cortex-m4), layout unrolled, dtype f32
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2, exact on every float32 input
  *
  * Scaling and overflow behaviour
@@ -71,4 +72,10 @@ int tg_demo_predict_f32(const float *x)
 node_1:
     if (tg_demo_sbits(x, 2) <= 0x463FFDFF) return 0; /* x[2] <= 12287.499 */
     return 2;
+}
+
+/* the raw-input entry point (the same function: f32 needs no input scaling) */
+int tg_demo_predict(const float *x_raw)
+{
+    return tg_demo_predict_f32(x_raw);
 }

@@ -7,6 +7,7 @@
  *   model     sha256 96c06f9f425925cd97837ff8bf062fa6458f536c7a204e5a19d7deb18c8e4139
  *   target    cortex-m4 (cortex-m4), layout unrolled, dtype f32
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2, exact on every float32 input
  *
  * Scaling and overflow behaviour
@@ -50,9 +51,12 @@ extern const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES];
 
 /* Class index (0..TG_DEMO_N_CLASSES-1) for one row of TG_DEMO_N_FEATURES raw float inputs (the
  * model's original units; no scaling runs on the device): axis-parallel trees compare them with
- * thresholds converted to raw units (the Q15 model's branch for every float32 input), oblique trees
- * use float32 arithmetic with the scaling folded into their weights. */
+ * thresholds converted to raw units (the Q15 model's branch for every float32 input),
+ * oblique trees use float32 arithmetic with the scaling folded into their weights. */
 int tg_demo_predict_f32(const float *x_raw);
+
+/* The same: the raw-input entry point under the name every dtype provides. */
+int tg_demo_predict(const float *x_raw);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
  *   model     sha256 96c06f9f425925cd97837ff8bf062fa6458f536c7a204e5a19d7deb18c8e4139
  *   target    cortex-m4 (cortex-m4), layout unrolled, dtype f32
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: axis, 2 internal node(s), 3 leaves, depth 2, exact on every float32 input
  *
  * Scaling and overflow behaviour

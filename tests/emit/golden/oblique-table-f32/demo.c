@@ -7,6 +7,7 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m4 (cortex-m4), layout table, dtype f32
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, agreement measured, not exact
  *
  * Scaling and overflow behaviour
@@ -16,7 +17,10 @@
  *   scaling is folded in (w[i] = w_model[i] * scale[i], T = theta + sum_i w_model[i] * scale[i] *
  *   offset[i], each rounded to float32). This skips the snapping of the inputs to the Q15 grid and
  *   their saturation, so a row near a threshold (or outside the scaled range) can take the other
- *   branch than the model: agreement is measured, not exact.
+ *   branch than the model: agreement is measured, not exact. What holds for every input: the C
+ *   equals treegen's Python float32 evaluation (predict_f32: products and sums rounded to float32,
+ *   left to right) when compiled without FMA contraction (-ffp-contract=off, the default in ISO C
+ *   mode -std=c99).
  */
 #include "demo.h"
 
@@ -63,4 +67,10 @@ int tg_demo_predict_f32(const float *x)
         n = (tg_demo_dot_f32(tg_demo_t0_weights[n], x) <= tg_demo_t0_threshold[n]) ? tg_demo_t0_left[n] : tg_demo_t0_right[n];
     } while (n >= 0);
     return (int)(-n - 1);
+}
+
+/* the raw-input entry point (the same function: f32 needs no input scaling) */
+int tg_demo_predict(const float *x_raw)
+{
+    return tg_demo_predict_f32(x_raw);
 }

@@ -7,6 +7,7 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m4 (cortex-m4), layout table, dtype f32
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, agreement measured, not exact
  *
  * Scaling and overflow behaviour
@@ -16,7 +17,10 @@
  *   scaling is folded in (w[i] = w_model[i] * scale[i], T = theta + sum_i w_model[i] * scale[i] *
  *   offset[i], each rounded to float32). This skips the snapping of the inputs to the Q15 grid and
  *   their saturation, so a row near a threshold (or outside the scaled range) can take the other
- *   branch than the model: agreement is measured, not exact.
+ *   branch than the model: agreement is measured, not exact. What holds for every input: the C
+ *   equals treegen's Python float32 evaluation (predict_f32: products and sums rounded to float32,
+ *   left to right) when compiled without FMA contraction (-ffp-contract=off, the default in ISO C
+ *   mode -std=c99).
  */
 #ifndef TG_DEMO_H
 #define TG_DEMO_H
@@ -47,9 +51,12 @@ extern const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES];
 
 /* Class index (0..TG_DEMO_N_CLASSES-1) for one row of TG_DEMO_N_FEATURES raw float inputs (the
  * model's original units; no scaling runs on the device): axis-parallel trees compare them with
- * thresholds converted to raw units (the Q15 model's branch for every float32 input), oblique trees
- * use float32 arithmetic with the scaling folded into their weights. */
+ * thresholds converted to raw units (the Q15 model's branch for every float32 input),
+ * oblique trees use float32 arithmetic with the scaling folded into their weights. */
 int tg_demo_predict_f32(const float *x_raw);
+
+/* The same: the raw-input entry point under the name every dtype provides. */
+int tg_demo_predict(const float *x_raw);
 
 #ifdef __cplusplus
 }

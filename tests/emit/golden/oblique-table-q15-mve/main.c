@@ -7,6 +7,7 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m55 (cortex-m55), layout table, dtype q15, variant mve
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, int32_t accumulator, |acc| <= 1572816000, exact
  *
  * Scaling and overflow behaviour
@@ -24,9 +25,13 @@
  *   (VMLADAVA.S16 for int32_t, VMLALDAVA.S16 for int64_t accumulators; the last vector of the
  *   input tail-predicated) on cores with __ARM_FEATURE_MVE, elsewhere a portable emulation with the
  *   same (wrap-around) semantics; the bound above means no wrap ever happens: bit-exact with scalar.
- *   Raw inputs (tg_demo_predict): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "q15". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
+ *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
+ *   by this scaling.
  */
 #include <stdio.h>
 

@@ -7,6 +7,7 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m4 (cortex-m4), layout table, dtype q15, variant scalar
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, int32_t accumulator, |acc| <= 1572816000, exact
  *
  * Scaling and overflow behaviour
@@ -21,9 +22,13 @@
  *   so the accumulator (int32_t when that bound is < 2^31, else int64_t) never overflows and never
  *   saturates. Comparisons are exact integer comparisons: no rounding happens anywhere.
  *   Variant scalar: portable C99 multiply-accumulate, one term at a time.
- *   Raw inputs (tg_demo_predict): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "q15". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
+ *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
+ *   by this scaling.
  */
 #ifndef TG_DEMO_H
 #define TG_DEMO_H
@@ -56,9 +61,15 @@ extern const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES];
  * (int16_t, 0..32767 each: the normalised features times 32768). Integer arithmetic only. */
 int tg_demo_predict_q15(const int16_t *x);
 
-/* Convenience wrapper: applies the model's input scaling to TG_DEMO_N_FEATURES raw float inputs
- * (float32, round half to even, saturating to 0..32767), then calls tg_demo_predict_q15. */
+/* Raw-input entry point (input contract: integer): the class tg_demo_predict_q15 gives for
+ * the Q15 values of the Python model's input scaling, for every float32 input (exact IEEE double scaling, see
+ * tg_demo_scale_q15). */
 int tg_demo_predict(const float *x_raw);
+
+/* The model's input scaling: TG_DEMO_N_FEATURES raw float inputs -> the Q15 values the Python model
+ * computes (InputScaling.to_q15), exactly, for every float32 input (IEEE double arithmetic; features
+ * no test reads are set to 0). */
+void tg_demo_scale_q15(const float *x_raw, int16_t *q);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
  *   model     sha256 876a02fe59e5dce405aab9279437c5ba691dc415461aedc5ed8eb05236069425
  *   target    cortex-m55 (cortex-m55), layout unrolled, dtype q15, variant mve
  *   trees     1
+ *   inputs    contract integer
  *     tree 0: oblique, 2 internal node(s), 3 leaves, depth 2, int32_t accumulator, |acc| <= 1572816000, exact
  *
  * Scaling and overflow behaviour
@@ -24,9 +25,13 @@
  *   (VMLADAVA.S16 for int32_t, VMLALDAVA.S16 for int64_t accumulators; the last vector of the
  *   input tail-predicated) on cores with __ARM_FEATURE_MVE, elsewhere a portable emulation with the
  *   same (wrap-around) semantics; the bound above means no wrap ever happens: bit-exact with scalar.
- *   Raw inputs (tg_demo_predict): q = (x_raw - offset) * scale in float32, rounded half
- *   to even, saturated to 0..32767 (NaN -> 0); scaling method "q15". Python computes the
- *   same in float64, so a value within float32 rounding of a .5 boundary may differ by one LSB.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
+ *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
+ *   method "q15". The same operations in the same order as the Python model: the
+ *   same Q15 value for every float32 input.
+ *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
+ *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
+ *   by this scaling.
  */
 #include "demo.h"
 
@@ -101,40 +106,51 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
     "7"
 };
 
-/* Input scaling (q15): q = (x_raw - offset) * scale, scale = the model's scale * 32768 */
-static const float tg_demo_offset[TG_DEMO_N_FEATURES] = {
-    0.0f, /* sepal length */
-    0.0f, /* width * / x */
-    0.0f /* petal */
+/* Input scaling (q15) of the 3 feature(s) the trees test (the others are set to 0):
+ *   q = rint(((x_raw - offset) * scale) * 32768), saturated to 0..32767 (NaN -> 0)
+ * in IEEE-754 double, the operations and their order of treegen's InputScaling.to_q15: the same Q15
+ * value as the Python model for every float32 input (needs FLT_EVAL_METHOD 0: every Arm and x86-64
+ * compiler; on a core without a double-precision FPU these are soft-float calls). */
+static const int8_t tg_demo_used[3] = {
+    0, 1, 2
 };
-static const float tg_demo_scale[TG_DEMO_N_FEATURES] = {
-    1.0f,
-    1.0f,
-    1.0f
+static const double tg_demo_offset[3] = {
+    0x0.0p+0, /* sepal length */
+    0x0.0p+0, /* width * / x */
+    0x0.0p+0 /* petal */
+};
+static const double tg_demo_scale[3] = {
+    0x1.0000000000000p-15,
+    0x1.0000000000000p-15,
+    0x1.0000000000000p-15
 };
 
-/* Raw inputs -> Q15 (float32; round half to even; saturate to 0..32767; NaN -> 0). */
-static void tg_demo_scale_q15(const float *x_raw, int16_t *q)
+/* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
+void tg_demo_scale_q15(const float *x_raw, int16_t *q)
 {
     int i;
 
     for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
-        float v = (x_raw[i] - tg_demo_offset[i]) * tg_demo_scale[i];
+        q[i] = 0;
+    }
+    for (i = 0; i < 3; i++) {
+        double d = (double)x_raw[tg_demo_used[i]] - tg_demo_offset[i];
+        double v = (d * tg_demo_scale[i]) * 32768.0;
         int32_t r;
-        float frac;
+        double frac;
 
-        if (!(v > 0.0f)) {
-            q[i] = 0;
-        } else if (v >= 32767.0f) {
-            q[i] = 32767;
+        if (!(v > 0.0)) {
+            r = 0;
+        } else if (v >= 32767.0) {
+            r = 32767;
         } else {
             r = (int32_t)v; /* v > 0: truncation is floor */
-            frac = v - (float)r; /* exact: v < 2^15 */
-            if (frac > 0.5f || (frac == 0.5f && (r & 1) != 0)) {
+            frac = v - (double)r; /* exact */
+            if (frac > 0.5 || (frac == 0.5 && (r & 1) != 0)) {
                 r++;
             }
-            q[i] = (int16_t)r;
         }
+        q[tg_demo_used[i]] = (int16_t)r;
     }
 }
 
