@@ -122,6 +122,26 @@ def test_route_is_the_integer_test():
             assert lv[r, q] == k - pop.M
 
 
+def test_ir_of_a_genome_decides_exactly_as_the_integer_genome():
+    """With every leaf reached (nothing removed; merging keeps predictions), the IR tree predicts what
+    the integer genome predicts on every row, including rows placed exactly on a hyperplane."""
+    X, y = _small()
+    pop = Population(X, y, 3, DEPDTParams(population=4, height=4), seed=9)
+    pop.initialise()
+    rng = np.random.default_rng(3)
+    R = rng.integers(0, 32768, (4000, 4)).astype(np.float64)
+    # a fresh tree's hyperplanes pass through training rows (theta = -w.x): those rows sit exactly on
+    # a boundary (acc + theta == 0 goes right; the IR: acc <= -theta - 1 goes left)
+    R = np.vstack([R, pop.X])
+    acc = np.einsum("ra,qma->rqm", R, pop.W) + pop.T[None]
+    assert np.count_nonzero(acc == 0) >= 4 * pop.M
+    for q in range(4):
+        lv = pop.route(pop.W[[q]], pop.T[[q]], R)[:, 0]
+        every_leaf = np.arange(pop.LV)
+        tree = pruned_tree(pop.W[q], pop.T[q], pop.leaf[q], every_leaf, pop.leaf[q] % 3, 3).validate()
+        assert np.array_equal(tree.predict_index(R / 32768.0), pop.leaf[q][lv])
+
+
 def test_pruned_tree_removes_empty_subtrees_and_merges_same_class_leaves():
     # height 3: nodes 0, 1, 2; leaves 3..6 (leaf index 0..3). 1 feature.
     W = np.array([[32767.0], [32767.0], [32767.0]])
