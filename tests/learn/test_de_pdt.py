@@ -220,3 +220,23 @@ def test_cli_option_of_another_algorithm(capsys, tmp_path, datasets_dir):
 def test_inducer_rejects_off_grid_input():
     with pytest.raises(TreegenError, match="Q15"):
         de_pdt.induce(np.array([[0.1], [0.2]]), np.array([0, 1]), 2)
+
+
+def test_native_kernel_gives_the_identical_tree():
+    X, y = _small()
+    kw = dict(population=10, generations=30, height=4, random_state=5)
+    a = DEPDTClassifier(engine="python", **kw).fit(X, y)
+    b = DEPDTClassifier(engine="native", **kw).fit(X, y)
+    def same(info):
+        return {k: v for k, v in info.items() if k not in ("engine", "elapsed_s", "de_pdt_params")}
+
+    assert a.tree_.equals(b.tree_) and same(a.fit_info_) == same(b.fit_info_)
+    assert (a.fit_info_["engine"], b.fit_info_["engine"]) == ("python", "native")
+    # the kernel itself on random rows and trees, rows on hyperplanes included
+    pop = Population(X, y, 3, DEPDTParams(population=6, height=5, engine="native"), seed=2)
+    pop.initialise()
+    R = np.vstack([np.random.default_rng(0).integers(0, 32768, (2000, 4)), X]).astype(np.float64)
+    from treegen.learn import native_de_pdt
+
+    assert np.array_equal(native_de_pdt.route(R.astype(np.int16), pop.W, pop.T, 4),
+                          Population(X, y, 3, DEPDTParams(population=6, height=5), seed=2).route(pop.W, pop.T, R))

@@ -91,6 +91,7 @@ class DEPDTParams:
     reevaluate_after: int = 10
     oversize_weight: float = 0.0
     validation_fraction: float = 0.0
+    engine: str = "python"
 
     def validate(self) -> "DEPDTParams":
         def check(cond: bool, msg: str) -> None:
@@ -113,6 +114,7 @@ class DEPDTParams:
         check(self.oversize_weight >= 0, f"oversize_weight must be >= 0, got {self.oversize_weight!r}")
         check(0 <= self.validation_fraction < 1,
               f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
+        check(self.engine in ("python", "native"), f"engine must be 'python' or 'native', got {self.engine!r}")
         return self
 
 
@@ -220,7 +222,14 @@ class Population:
 
     # ------------------------------------------------------------------ evaluation
     def route(self, W: np.ndarray, T: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """Leaf index (0..LV-1) of every row of ``X`` in every tree: ``(rows, trees)``."""
+        """Leaf index (0..LV-1) of every row of ``X`` in every tree: ``(rows, trees)``.
+
+        ``engine="native"``: the C kernel (only the nodes on each row's path); ``"python"``: every
+        node's projection as one batched matrix product. Identical results (exact integers)."""
+        if self.p.engine == "native":
+            from treegen.learn import native_de_pdt
+
+            return native_de_pdt.route(X.astype(np.int16), W, T, self.p.height - 1)
         Q = W.shape[0]
         out = np.empty((X.shape[0], Q), dtype=np.int64)
         flatW = W.reshape(Q * self.M, self.A).T
