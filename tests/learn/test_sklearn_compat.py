@@ -22,7 +22,7 @@ from treegen import CARTClassifier, DECARTClassifier, DEPDTClassifier, EFTIClass
 
 # the alternative inducers with small budgets (DE-ID3 is DE-CART's code with the entropy criterion)
 ESTIMATORS = [CARTClassifier(), EFTIClassifier(max_iter=300),
-              DEPDTClassifier(population=8, generations=30, height=3), DECARTClassifier(population=8, generations=10),
+              DEPDTClassifier(population=10, generations=60, height=3), DECARTClassifier(population=8, generations=10),
               ID3Classifier()]
 
 # check name -> reason, per estimator class
