@@ -7,6 +7,11 @@ Two protocols:
                       algorithm); mean, min, max and std of the test accuracy, printed beside the
                       paper's Table 2 (its PDT column and its J48 / BFTree figures) where the dataset
                       is one of the paper's.
+``--protocol node``   where DE-split pays off: the time of ONE split (the root, ``max_depth=1``) on
+                      synthetic data of growing rows x attributes (``--sizes``), for ``cart``
+                      (sorted scan of every attribute), ``de-cart`` (Separation Measure + threshold
+                      DE on one attribute) and ``cart-naive`` (only where rows <= ``--naive-max``,
+                      default 2000: it is O(attributes * rows**2)).
 ``--protocol cv``     repeated stratified K-fold CV (default 5x2, as ``treegen cv``); test accuracy
                       with its 95 % CI, leaves, training time, and the training time of every
                       algorithm as a fraction of its *exhaustive* baseline measured in the same run
@@ -113,16 +118,22 @@ class NaiveExhaustiveTree(TreeClassifier):
 
     algorithm = "naive"
 
-    def __init__(self, *, criterion: str = "gini", random_state: int | None = None):
+    def __init__(self, *, criterion: str = "gini", max_depth: int | None = None, random_state: int | None = None):
         self.criterion = criterion
+        self.max_depth = max_depth
         self.random_state = random_state
+
+    def _induce_depth1(self, X, y, n_classes):
+        self.max_depth = 1
+        return self._induce(X, y, n_classes)
 
     def _induce(self, X, y, n_classes):
         N, A = X.shape
         feature, threshold, left, right, counts_l = [], [], [], [], []
-        stack = [(np.arange(N), -1, True)]
+        limit = self.max_depth if self.max_depth is not None else N
+        stack = [(np.arange(N), -1, True, 0)]
         while stack:
-            rows, parent, is_left = stack.pop()
+            rows, parent, is_left, depth = stack.pop()
             node = len(feature)
             if parent >= 0:
                 (left if is_left else right)[parent] = node
@@ -132,7 +143,7 @@ class NaiveExhaustiveTree(TreeClassifier):
             left.append(LEAF)
             right.append(LEAF)
             counts_l.append(counts)
-            if counts.max() == rows.size:
+            if counts.max() == rows.size or depth >= limit:
                 continue
             split = naive_best_split(X[rows], y[rows], n_classes, self.criterion)
             if split is None or (self.criterion == "entropy" and split[0] <= 1e-12):
@@ -140,8 +151,8 @@ class NaiveExhaustiveTree(TreeClassifier):
             _, f, thr = split
             feature[node], threshold[node] = f, thr
             mask = X[rows, f] <= thr
-            stack.append((rows[~mask], node, False))
-            stack.append((rows[mask], node, True))
+            stack.append((rows[~mask], node, False, depth + 1))
+            stack.append((rows[mask], node, True, depth + 1))
         counts = np.array(counts_l, dtype=np.int64)
         g = {"feature": np.array(feature), "threshold": np.array(threshold), "left": np.array(left),
              "right": np.array(right), "counts": counts, "n_samples": counts.sum(axis=1),
@@ -294,6 +305,50 @@ def cv_report(results: dict, algos: list[str], datasets: list[str]) -> str:
     return "\n".join(lines)
 
 
+def node_scaling(sizes: list[tuple[int, int]], naive_max: int, repeats: int = 3) -> list[dict]:
+    """Seconds of one root split (best of ``repeats``) per algorithm and size; 3 classes from a noisy
+    linear rule on the first two attributes, values on the Q15 grid."""
+    from treegen.learn.inducers import cart as cart_ind
+    from treegen.learn.inducers import de_split
+
+    rows = []
+    for n, A in sizes:
+        rng = np.random.default_rng(n + A)
+        X = rng.integers(0, 32768, (n, A)) / 32768.0
+        score = X[:, 0] + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(n)
+        y = np.digitize(score, np.quantile(score, [1 / 3, 2 / 3])).astype(np.int64)
+        runs = {
+            "cart": lambda: cart_ind.induce(X, y, 3, max_depth=1),
+            "de-cart": lambda: de_split.induce(X, y, 3, de_split.DESplitParams(max_depth=1), seed=1),
+        }
+        if n <= naive_max:
+            runs["cart-naive"] = lambda: NaiveExhaustiveTree()._induce_depth1(X, y, 3)
+        rec = {"rows": n, "attributes": A}
+        for name, fn in runs.items():
+            best = math.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                fn()
+                best = min(best, time.perf_counter() - t0)
+            rec[name] = best
+        rows.append(rec)
+        print(f"rows {n:7d} attributes {A:4d}  " + "  ".join(f"{k} {v * 1e3:9.2f} ms" for k, v in rec.items()
+                                                             if k not in ("rows", "attributes")), flush=True)
+    return rows
+
+
+def node_report(rows: list[dict]) -> str:
+    lines = ["| rows | attributes | cart ms | de-cart ms | cart-naive ms | de-cart / cart | de-cart / cart-naive |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        naive = r.get("cart-naive")
+        naive_ms = "-" if naive is None else f"{1e3 * naive:.1f}"
+        vs_naive = "-" if naive is None else f"{r['de-cart'] / naive:.3g}"
+        lines.append(f"| {r['rows']} | {r['attributes']} | {1e3 * r['cart']:.2f} | {1e3 * r['de-cart']:.2f} | "
+                     f"{naive_ms} | {r['de-cart'] / r['cart']:.3g} | {vs_naive} |")
+    return "\n".join(lines)
+
+
 def parse_params(items: list[str]) -> dict:
     out: dict = {}
     for item in items or []:
@@ -312,9 +367,12 @@ def parse_params(items: list[str]) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--algos", required=True, help=f"comma-separated, from: {', '.join(ALGOS)}")
+    p.add_argument("--algos", default="", help=f"comma-separated, from: {', '.join(ALGOS)}")
     p.add_argument("--datasets", default="irs,gls,son", help="shared dataset names (default irs,gls,son)")
-    p.add_argument("--protocol", choices=("split", "cv"), default="split")
+    p.add_argument("--protocol", choices=("split", "cv", "node"), default="split")
+    p.add_argument("--sizes", default="1000x10,1000x100,2000x40,10000x10,10000x100,100000x10,100000x100",
+                   help="node: ROWSxATTRIBUTES list")
+    p.add_argument("--naive-max", type=int, default=2000, help="node: largest row count run naively")
     p.add_argument("--runs", type=int, default=30, help="split: random 85/15 splits (default 30)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--repeats", type=int, default=2)
@@ -322,6 +380,19 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="parallel tasks (joblib)")
     p.add_argument("--tag", default="", help="suffix of the result files")
     args = p.parse_args(argv)
+    command = "python bench/alternatives.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.protocol == "node":
+        sizes = [tuple(int(v) for v in item.split("x")) for item in args.sizes.split(",")]
+        rows = node_scaling(sizes, args.naive_max)
+        report = node_report(rows)
+        RESULTS.mkdir(exist_ok=True)
+        stem = f"alternatives_node{'_' + args.tag if args.tag else ''}"
+        text = (f"# Alternatives bench (node): time of one root split\n\nCommand: `{command}`\n\n"
+                "Synthetic data, 3 classes from a noisy linear rule on the first two attributes; best of 3 runs.\n\n")
+        (RESULTS / f"{stem}.md").write_text(text + report + "\n")
+        (RESULTS / f"{stem}.json").write_text(json.dumps({"command": command, "rows": rows}, indent=1))
+        print(report)
+        return 0
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     unknown = [a for a in algos if a not in ALGOS]
     if unknown:
@@ -345,7 +416,6 @@ def main(argv=None) -> int:
                   f"[{100 * s['acc_min']:.2f}, {100 * s['acc_max']:.2f}]  leaves {s['leaves_mean']:6.1f}  "
                   f"train {s['train_seconds']:8.2f} s  (wall {time.perf_counter() - t0:.1f} s)", flush=True)
     report = split_report(results, algos, datasets) if args.protocol == "split" else cv_report(results, algos, datasets)
-    command = "python bench/alternatives.py " + " ".join(argv if argv is not None else sys.argv[1:])
     proto = (f"{args.runs} random 85/15 splits (run r: numpy PCG64 seed r), estimator seed 1000 + r"
              if args.protocol == "split" else
              f"stratified {args.folds}-fold CV x {args.repeats} repetitions (treegen.learn.cv fold assignment)")

@@ -73,7 +73,7 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
     _add_alternative_options(p.add_argument_group(
         "differential-evolution and ID3 options (de-pdt, de-cart, de-id3, id3; the CART options "
         "--max-depth, --min-samples-leaf and --ccp-alpha apply to de-cart and de-id3 too, "
-        "--max-depth and --min-samples-leaf to id3, --oversize-weight to de-pdt)"))
+        "--max-depth and --min-samples-leaf to id3, --oversize-weight and --engine to de-pdt)"))
     p.add_argument("--seed", type=int_at_least(0, "an integer"), metavar="S", help="random seed (default 0)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
