@@ -99,6 +99,9 @@ def test_cli_fit_show_and_errors(capsys, tmp_path, datasets_dir):
     assert load(out).metadata["params"]["categorical"] == "a0,a1,a2,a3,a4,a5"
     code, text, _ = run_cli(capsys, ["show", out])
     assert code == 0 and "a5 <=" in text
+    code, text, _ = run_cli(capsys, ["cv", datasets_dir / "car.csv.gz", "--algo", "id3", "--categorical",
+                                     "a0,a1,a2,a3,a4,5", "--folds", "2", "-q"])
+    assert code == 0 and "categorical=0,1,2,3,4,5" in text          # names -> indices for the folds
     assert_user_error(capsys, ["fit", datasets_dir / "car.csv.gz", "--algo", "cart", "--categorical", "a0",
                                "-o", out], "--categorical does not apply to --algo cart")
     assert_user_error(capsys, ["fit", datasets_dir / "car.csv.gz", "--algo", "id3", "--categorical", "zz",

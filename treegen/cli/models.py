@@ -118,6 +118,14 @@ def _add_alternative_options(g) -> None:
                    help="id3: confidence factor of pessimistic pruning (default 0.25)")
 
 
+def _categorical_by_index(params: dict, feature_names: list) -> None:
+    """``--categorical`` names -> column indices (cv fits folds without feature names)."""
+    spec = params.get("categorical")
+    if isinstance(spec, str):
+        items = [s.strip() for s in spec.split(",") if s.strip()]
+        params["categorical"] = ",".join(str(feature_names.index(i)) if i in feature_names else i for i in items)
+
+
 def _algo_params(args: argparse.Namespace) -> tuple[str, dict]:
     """Algorithm name and the estimator parameters given on the command line (seed excluded)."""
     algo = args.algo
@@ -307,6 +315,7 @@ def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
     check_output(args.json, "JSON file")
     ds, classes = _load_training(args)
+    _categorical_by_index(params, ds.feature_names)
     if args.folds > ds.n_rows:
         raise TreegenError(f"--folds {args.folds} exceeds the number of rows ({ds.n_rows})")
     seed = 0 if args.seed is None else args.seed
