@@ -24,7 +24,7 @@ point of every attribute:
      **Population-level Dynamic Probabilities**: ``p_i = p_all + r_i (1 - n p_all) / scale``,
      ``p_all = 0.2 / n``, ``r_i = success_i**2 / used_i`` (0 while unused), ``scale = sum r_i``
      (uniform ``1/n`` while ``scale = 0``); a use is a *success* when the offspring's fitness exceeds
-     the parent population's mean fitness.
+     the parent population's mean fitness (an inadmissible cut, fitness -1, counts as 0 in that mean).
    * ``F`` and ``Cr`` by **Success-History Adaptation**: every individual draws
      ``F_i = M_F + 0.1 * Cauchy`` (redrawn while ``<= 0``, capped at 1) and
      ``Cr_i = clip(M_Cr + 0.1 * N(0,1), 0, 1)``; after a generation with successes,
