@@ -11,8 +11,15 @@ from treegen import DEPDTClassifier
 from treegen.core.errors import TreegenError
 from treegen.core.rng import Pcg32, take_u32
 from treegen.learn.inducers import de_pdt
-from treegen.learn.inducers.de_pdt import (DEPDTParams, Population, grow_legitimacy, pruned_tree,
-                                           replacement_indices, stale_individuals, swap_leaves)
+from treegen.learn.inducers.de_pdt import (
+    DEPDTParams,
+    Population,
+    grow_legitimacy,
+    pruned_tree,
+    replacement_indices,
+    stale_individuals,
+    swap_leaves,
+)
 
 
 def test_take_u32_is_the_sequential_stream():

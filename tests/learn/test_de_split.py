@@ -10,8 +10,14 @@ from conftest import load_shared
 from treegen import CARTClassifier, DECARTClassifier, DEID3Classifier
 from treegen.core.errors import TreegenError
 from treegen.core.rng import Pcg32
-from treegen.learn.inducers.de_split import (STRATEGIES, CutFitness, ThresholdDE, pdp_probabilities,
-                                             separation_measure, sha_update)
+from treegen.learn.inducers.de_split import (
+    STRATEGIES,
+    CutFitness,
+    ThresholdDE,
+    pdp_probabilities,
+    separation_measure,
+    sha_update,
+)
 
 
 def test_separation_measure_two_classes_hand_case():

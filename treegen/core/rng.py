@@ -101,7 +101,7 @@ def take_u32(rng: Pcg32, k: int):
     block = 4096
     out = np.empty(k, dtype=np.uint64)
     A, C = _jump_tables(rng.inc, block)
-    s33, s59, s18, s27, m32 = (np.uint64(v) for v in (33, 59, 18, 27, MASK32))
+    s59, s18, s27, m32 = (np.uint64(v) for v in (59, 18, 27, MASK32))
     done = 0
     while done < k:
         m = min(block, k - done)

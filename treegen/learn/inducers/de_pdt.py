@@ -306,7 +306,7 @@ class Population:
 
     def step(self, generation: int) -> int:
         """One generation; returns the number of individuals replaced by random trees."""
-        P, l = self.p.population, self.l
+        l = self.l
         self.evaluate_at(stale_individuals(self.evaluated, self.eval_gen, generation, l, self.p.reevaluate_after),
                          l, generation)
         W, T, leaf = self.trials()
@@ -324,7 +324,6 @@ class Population:
             self.evaluate_at(repl, l, generation)
         objective = self.evaluated - self.hits
         self.l = grow_legitimacy(l, objective, self.n, self.p.legitimacy_delta)
-        del P
         return int(repl.size)
 
     def best_index(self) -> int:
