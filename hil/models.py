@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen import CARTClassifier, EFTIClassifier, save
+from treegen import CARTClassifier, EFTIClassifier, make_estimator, save
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.model import Model, load
 
@@ -36,6 +36,18 @@ CASES = {
     "cart-veh": ("cart", "veh", "unrolled"),
     "cart-seg": ("cart", "seg", "table"),
     "cart-pid": ("cart", "pid", "unrolled"),
+}
+
+
+#: the alternative inducers (issue 12), one model each, checked by hil/test_alternatives.py on one
+#: emulated board each: case name -> (algorithm, dataset, layout, target, estimator options).
+#: Trained on the even rows; the device then gets every row (half of them never trained on).
+ALTERNATIVE_CASES = {
+    "de-pdt-pid": ("de-pdt", "pid", "table", "qemu-m4",
+                   {"population": 20, "generations": 150, "height": 4, "random_state": 1}),
+    "de-cart-seg": ("de-cart", "seg", "table", "qemu-m3", {"max_depth": 8, "random_state": 1}),
+    "de-id3-veh": ("de-id3", "veh", "unrolled", "qemu-m7", {"max_depth": 8, "random_state": 1}),
+    "id3-car": ("id3", "car", "unrolled", "qemu-m4", {"categorical": "0,1,2,3,4,5", "pruning": "pessimistic"}),
 }
 
 
@@ -80,6 +92,19 @@ def fit_case(name: str) -> Case:
     return Case(name, algo, model, ds.X, ds.labels, layout, str(path))
 
 
+def fit_alternative_case(name: str) -> Case:
+    """Fit the alternative-inducer case ``name`` (see :data:`ALTERNATIVE_CASES`) on the even rows."""
+    algo, dataset, layout, _target, params = ALTERNATIVE_CASES[name]
+    path = dataset_path(dataset)
+    ds = load_csv(path)
+    est = make_estimator(algo, **params)
+    est.fit(ds.X[::2], ds.labels[::2], feature_names=ds.feature_names)
+    model = est.model_
+    model.metadata["dataset"] = path.name
+    model.metadata.get("params", {}).pop("callback", None)
+    return Case(name, algo, model, ds.X, ds.labels, layout, str(path))
+
+
 def file_case(model_path, data_path=None) -> Case:
     """A case for a model file: rows from ``data_path``, else from the shared dataset named in the
     model's metadata, else none (X_raw of 0 rows: the suite then streams seeded random Q15 rows)."""
@@ -118,14 +143,15 @@ def forest_case() -> Case:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m hil.models", description="write the HIL suite's default models")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for <case>.json files")
-    p.add_argument("cases", nargs="*", metavar="CASE", help=f"cases (default all: {', '.join(CASES)})")
+    p.add_argument("cases", nargs="*", metavar="CASE",
+                   help=f"cases (default all: {', '.join([*CASES, *ALTERNATIVE_CASES])})")
     args = p.parse_args(argv)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    for name in args.cases or CASES:
-        if name not in CASES:
-            p.error(f"unknown case {name!r} (choose from {', '.join(CASES)})")
-        case = fit_case(name)
+    for name in args.cases or [*CASES, *ALTERNATIVE_CASES]:
+        if name not in CASES and name not in ALTERNATIVE_CASES:
+            p.error(f"unknown case {name!r} (choose from {', '.join([*CASES, *ALTERNATIVE_CASES])})")
+        case = fit_case(name) if name in CASES else fit_alternative_case(name)
         path = save(case.model, out / f"{name}.json")
         print(f"{path}  sha256 {case.model.hash()[:16]}  ({case.data})")
     return 0

@@ -18,14 +18,20 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from treegen import CARTClassifier, EFTIClassifier
+from treegen import CARTClassifier, DECARTClassifier, DEPDTClassifier, EFTIClassifier, ID3Classifier
 
-ESTIMATORS = [CARTClassifier(), EFTIClassifier(max_iter=300)]
+# the alternative inducers with small budgets (DE-ID3 is DE-CART's code with the entropy criterion)
+ESTIMATORS = [CARTClassifier(), EFTIClassifier(max_iter=300),
+              DEPDTClassifier(population=10, generations=60, height=3), DECARTClassifier(population=8, generations=10),
+              ID3Classifier()]
 
 # check name -> reason, per estimator class
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     "CARTClassifier": {},
     "EFTIClassifier": {},
+    "DEPDTClassifier": {},
+    "DECARTClassifier": {},
+    "ID3Classifier": {},
 }
 
 # pandas is not a treegen (test) dependency. Without it, the second half of this check (pandas

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.cli.common import int_at_least, job_count, nonneg_float, params_text, pct, table
+from treegen.cli.common import int_at_least, int_range, job_count, nonneg_float, params_text, pct, table
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import classification_report
@@ -38,6 +38,14 @@ ALGO_OPTIONS = {
     "max_depth": ("--max-depth", "max_depth"),
     "min_samples_leaf": ("--min-samples-leaf", "min_samples_leaf"),
     "ccp_alpha": ("--ccp-alpha", "ccp_alpha"),
+    "population": ("--population", "population"),
+    "generations": ("--generations", "generations"),
+    "height": ("--height", "height"),
+    "replacement": ("--replacement", "replacement"),
+    "validation_fraction": ("--validation-fraction", "validation_fraction"),
+    "categorical": ("--categorical", "categorical"),
+    "pruning": ("--pruning", "pruning"),
+    "confidence": ("--confidence", "confidence"),
 }
 
 
@@ -64,9 +72,60 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="cart: minimum training rows in a leaf")
     g.add_argument("--ccp-alpha", type=nonneg_float, metavar="A",
                    help="cart: cost-complexity pruning parameter")
+    _add_alternative_options(p.add_argument_group(
+        "differential-evolution and ID3 options (de-pdt, de-cart, de-id3, id3; the CART options "
+        "--max-depth, --min-samples-leaf and --ccp-alpha apply to de-cart and de-id3 too, "
+        "--max-depth and --min-samples-leaf to id3, --oversize-weight and --engine to de-pdt)"))
     p.add_argument("--seed", type=int_at_least(0, "an integer"), metavar="S", help="random seed (default 0)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _fraction(text: str) -> float:
+    value = nonneg_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text!r}")
+    return value
+
+
+def _open_fraction(text: str) -> float:
+    value = _fraction(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text!r}")
+    return value
+
+
+def _add_alternative_options(g) -> None:
+    """Options of the DE-PDT, DE-split and ID3 algorithms (defaults shown; see README)."""
+    g.add_argument("--population", type=int_at_least(4, "an integer"), metavar="P",
+                   help="de-pdt: population size (default 50); de-cart/de-id3: population of each "
+                        "node's threshold DE (default 20)")
+    g.add_argument("--generations", type=int_at_least(0, "an integer"), metavar="G",
+                   help="de-pdt: generations (default 2000); de-cart/de-id3: generations of each "
+                        "node's threshold DE (default 30)")
+    g.add_argument("--height", type=int_range(2, 12), metavar="H",
+                   help="de-pdt: height h of the complete tree, 2..12 (default 5: 15 nodes, 16 leaves)")
+    g.add_argument("--replacement", type=_fraction, metavar="X",
+                   help="de-pdt: fraction of worst individuals replaced by random trees each generation "
+                        "(default 0.1)")
+    g.add_argument("--validation-fraction", type=_fraction, metavar="V",
+                   help="de-pdt: stratified hold-out of the training rows that picks the final tree "
+                        "(treegen extra; default 0 = off)")
+    g.add_argument("--categorical", metavar="COLS",
+                   help="id3: comma-separated categorical columns (names or 0-based indices), split "
+                        "multiway (default: none)")
+    g.add_argument("--pruning", choices=("none", "pessimistic"),
+                   help="id3: C4.5 pessimistic (error-based) pruning (default none)")
+    g.add_argument("--confidence", type=_open_fraction, metavar="CF",
+                   help="id3: confidence factor of pessimistic pruning (default 0.25)")
+
+
+def _categorical_by_index(params: dict, feature_names: list) -> None:
+    """``--categorical`` names -> column indices (cv fits folds without feature names)."""
+    spec = params.get("categorical")
+    if isinstance(spec, str):
+        items = [s.strip() for s in spec.split(",") if s.strip()]
+        params["categorical"] = ",".join(str(feature_names.index(i)) if i in feature_names else i for i in items)
 
 
 def _algo_params(args: argparse.Namespace) -> tuple[str, dict]:
@@ -152,7 +211,8 @@ def cmd_fit(args) -> int:
         est.set_params(random_state=seed)
 
     show_bar = progress_enabled(args.quiet)
-    total = getattr(est, "max_iter", None) if "callback" in est._param_names() else None
+    total = (getattr(est, "max_iter", None) or getattr(est, "generations", None)
+             if "callback" in est._param_names() else None)
     bar = progress_bar(total=total, desc=f"{algo} fit", quiet=args.quiet or total is None)
     if show_bar and total is not None:
         def callback(iteration, fitness, leaves, accuracy):
@@ -262,6 +322,7 @@ def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
     check_output(args.json, "JSON file")
     ds, classes = _load_training(args)
+    _categorical_by_index(params, ds.feature_names)
     if args.folds > ds.n_rows:
         raise TreegenError(f"--folds {args.folds} exceeds the number of rows ({ds.n_rows})")
     seed = 0 if args.seed is None else args.seed

@@ -62,3 +62,53 @@ def prob_u32(p: float) -> int:
     if p >= 1.0:
         return 1 << 32
     return int(p * 4294967296.0)
+
+
+# ---------------------------------------------------------------------------------------- block draws
+_JUMP_CACHE: dict[tuple[int, int], tuple] = {}
+
+
+def _jump_tables(inc: int, k: int):
+    """``A[j], C[j]`` (uint64) with ``state_j = A[j] * state_0 + C[j]`` (mod 2**64), j = 0..k."""
+    import numpy as np
+
+    key = (inc, k)
+    tables = _JUMP_CACHE.get(key)
+    if tables is None:
+        a, c = [1], [0]
+        for _ in range(k):
+            a.append((a[-1] * PCG_MULT) & MASK64)
+            c.append((c[-1] * PCG_MULT + inc) & MASK64)
+        tables = (np.array(a, dtype=np.uint64), np.array(c, dtype=np.uint64))
+        if len(_JUMP_CACHE) > 8:
+            _JUMP_CACHE.clear()
+        _JUMP_CACHE[key] = tables
+    return tables
+
+
+def take_u32(rng: Pcg32, k: int):
+    """The next ``k`` outputs of ``rng`` as a numpy uint64 array, advancing ``rng`` by ``k`` steps.
+
+    Bit for bit the values ``[rng.next_u32() for _ in range(k)]`` (PCG's closed-form jump
+    ``state_j = MULT**j * state + inc * (MULT**j - 1) / (MULT - 1)``), computed without a Python loop
+    per draw; used by the population-based inducers, whose C counterparts call ``next_u32`` k times.
+    """
+    import numpy as np
+
+    k = int(k)
+    if k <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    block = 4096
+    out = np.empty(k, dtype=np.uint64)
+    A, C = _jump_tables(rng.inc, block)
+    s59, s18, s27, m32 = (np.uint64(v) for v in (59, 18, 27, MASK32))
+    done = 0
+    while done < k:
+        m = min(block, k - done)
+        old = A[:m] * np.uint64(rng.state) + C[:m]          # wraps mod 2**64 (numpy uint64 arrays)
+        xs = (((old >> s18) ^ old) >> s27) & m32
+        rot = old >> s59
+        out[done:done + m] = ((xs >> rot) | (xs << ((np.uint64(64) - rot) & np.uint64(31)))) & m32
+        rng.state = (int(A[m]) * rng.state + int(C[m])) & MASK64
+        done += m
+    return out

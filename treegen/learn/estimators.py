@@ -393,9 +393,208 @@ class CARTClassifier(TreeClassifier):
                            ccp_alpha=self.ccp_alpha)
 
 
+class DEPDTClassifier(TreeClassifier):
+    """Perceptron decision tree evolved by differential evolution (DE-PDT, seed 004).
+
+    A population of complete oblique trees of height ``height`` evolves by DE/rand/1/bin (F in
+    [0.4, 1], CR in [0.9, 1] per individual) with swap-movement leaf crossover, replacement of the
+    worst ``replacement`` fraction and of trees below 1/n_classes accuracy, and legitimacy (a sample
+    of the rows that grows as the population converges). Integer-exact (Q15 inputs, int16 weights):
+    the exported C decides exactly as the model. The best tree is pruned into the IR (empty subtrees
+    removed, same-class sibling leaves merged); ``fit_info_`` reports complete and pruned sizes.
+    See :mod:`treegen.learn.inducers.de_pdt`.
+
+    Parameters
+    ----------
+    population : int
+        Individuals (>= 4). Paper default 50.
+    generations : int
+        Generations. Paper default 2000.
+    height : int
+        Height h of the complete tree, 2..12 (2**(h-1)-1 nodes, 2**(h-1) leaves). Paper default 5.
+    replacement : float
+        Fraction of worst individuals replaced by random trees every generation. Paper default 0.1.
+    legitimacy_delta : float
+        delta of the legitimacy growth rate alpha = 1 + delta/sigma (paper: 1e-6).
+    reevaluate_after : int
+        t: generations after which a kept individual is re-evaluated at the current legitimacy (10).
+    oversize_weight : float
+        treegen extra: EFTI's size penalty Ko on the leaves reached (0 = the paper's objective).
+    validation_fraction : float
+        treegen extra: stratified hold-out of the training rows that picks the final tree (0 = off).
+    engine : {'auto', 'python', 'native'}
+        ``native``: the C evaluation kernel compiled for the host (identical trees, faster);
+        ``python``: numpy; ``auto``: native when a C compiler exists.
+    scaling : {'auto', 'q15', 'minmax'}
+    random_state : int or None
+        Seed; the same seed gives the same tree.
+    callback : callable or None
+        ``callback(generation, objective_rate, leaves, accuracy)`` every 16 generations.
+
+    Attributes
+    ----------
+    model_, tree_, classes_, n_features_in_, scaling_, fit_info_
+    """
+
+    algorithm = "de-pdt"
+
+    def __init__(self, *, population: int = 50, generations: int = 2000, height: int = 5,
+                 replacement: float = 0.1, legitimacy_delta: float = 1e-6, reevaluate_after: int = 10,
+                 oversize_weight: float = 0.0, validation_fraction: float = 0.0, engine: str = "auto",
+                 scaling: str = "auto", random_state: int | None = None, callback: Callable | None = None):
+        self.population = population
+        self.generations = generations
+        self.height = height
+        self.replacement = replacement
+        self.legitimacy_delta = legitimacy_delta
+        self.reevaluate_after = reevaluate_after
+        self.oversize_weight = oversize_weight
+        self.validation_fraction = validation_fraction
+        self.engine = engine
+        self.scaling = scaling
+        self.random_state = random_state
+        self.callback = callback
+
+    def _induce(self, X, y, n_classes):
+        from treegen.learn.inducers import de_pdt
+
+        params = de_pdt.DEPDTParams(
+            population=self.population, generations=self.generations, height=self.height,
+            replacement=self.replacement, legitimacy_delta=self.legitimacy_delta,
+            reevaluate_after=self.reevaluate_after, oversize_weight=self.oversize_weight,
+            validation_fraction=self.validation_fraction, engine=resolve_engine(self.engine))
+        seed = 0 if self.random_state is None else self.random_state
+        tree, info = de_pdt.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
+        info["engine"] = params.engine
+        return tree, info
+
+
+class DECARTClassifier(TreeClassifier):
+    """CART whose split attribute is chosen by the Separation Measure and whose threshold is found by
+    differential evolution (seven strategies chosen by Population-level Dynamic Probabilities; F and
+    Cr by Success-History Adaptation) instead of enumerating every cut point (seed 001). Gini.
+    See :mod:`treegen.learn.inducers.de_split`.
+
+    Parameters
+    ----------
+    population : int
+        Threshold-DE population per node (>= 4).
+    generations : int
+        Threshold-DE generations per node.
+    max_depth, min_samples_split, min_samples_leaf, ccp_alpha
+        As :class:`CARTClassifier`.
+    scaling : {'auto', 'q15', 'minmax'}
+    random_state : int or None
+    """
+
+    algorithm = "de-cart"
+    _criterion = "gini"
+
+    def __init__(self, *, population: int = 20, generations: int = 30, max_depth: int | None = None,
+                 min_samples_split: int = 2, min_samples_leaf: int = 1, ccp_alpha: float = 0.0,
+                 scaling: str = "auto", random_state: int | None = None):
+        self.population = population
+        self.generations = generations
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.ccp_alpha = ccp_alpha
+        self.scaling = scaling
+        self.random_state = random_state
+
+    def _induce(self, X, y, n_classes):
+        from treegen.learn.inducers import de_split
+
+        params = de_split.DESplitParams(
+            criterion=self._criterion, population=self.population, generations=self.generations,
+            max_depth=self.max_depth, min_samples_split=self.min_samples_split,
+            min_samples_leaf=self.min_samples_leaf, ccp_alpha=self.ccp_alpha)
+        seed = 0 if self.random_state is None else self.random_state
+        return de_split.induce(X, y, n_classes, params, seed=seed)
+
+
+class DEID3Classifier(DECARTClassifier):
+    """As :class:`DECARTClassifier` with the information gain (entropy) criterion (DE-ID3)."""
+
+    algorithm = "de-id3"
+    _criterion = "entropy"
+
+
+class ID3Classifier(TreeClassifier):
+    """ID3: information-gain tree; numeric attributes split by threshold, categorical ones multiway
+    (lowered into chains of binary threshold nodes); optional C4.5 pessimistic pruning.
+    See :mod:`treegen.learn.inducers.id3`.
+
+    Parameters
+    ----------
+    max_depth : int or None
+    min_samples_split : int
+    min_samples_leaf : int
+    categorical : str, sequence or None
+        Categorical columns: indices or feature names (a sequence, or a comma-separated string).
+    pruning : {'none', 'pessimistic'}
+    confidence : float
+        C4.5 confidence factor CF of pessimistic pruning (default 0.25).
+    scaling : {'auto', 'q15', 'minmax'}
+    random_state : int or None
+        Accepted for API symmetry; ID3 is deterministic.
+    """
+
+    algorithm = "id3"
+
+    def __init__(self, *, max_depth: int | None = None, min_samples_split: int = 2, min_samples_leaf: int = 1,
+                 categorical=None, pruning: str = "none", confidence: float = 0.25, scaling: str = "auto",
+                 random_state: int | None = None):
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.categorical = categorical
+        self.pruning = pruning
+        self.confidence = confidence
+        self.scaling = scaling
+        self.random_state = random_state
+
+    def fit(self, X, y, feature_names: list[str] | None = None) -> "ID3Classifier":
+        self._feature_names = feature_names
+        return super().fit(X, y, feature_names=feature_names)
+
+    def _categorical_columns(self, n_features: int) -> tuple:
+        spec = self.categorical
+        if spec is None or spec == "":
+            return ()
+        items = [s.strip() for s in spec.split(",") if s.strip()] if isinstance(spec, str) else list(spec)
+        names = list(getattr(self, "_feature_names", None) or [])
+        cols = []
+        for item in items:
+            if isinstance(item, str) and item in names:
+                cols.append(names.index(item))
+                continue
+            try:
+                col = int(item)
+            except (TypeError, ValueError):
+                raise TreegenError(f"categorical column {item!r} is neither a feature name nor an index") from None
+            if not 0 <= col < n_features:
+                raise TreegenError(f"categorical column {col} out of range 0..{n_features - 1}")
+            cols.append(col)
+        return tuple(sorted(set(cols)))
+
+    def _induce(self, X, y, n_classes):
+        from treegen.learn.inducers import id3
+
+        params = id3.ID3Params(max_depth=self.max_depth, min_samples_split=self.min_samples_split,
+                               min_samples_leaf=self.min_samples_leaf,
+                               categorical=self._categorical_columns(X.shape[1]), pruning=self.pruning,
+                               confidence=self.confidence)
+        return id3.induce(X, y, n_classes, params)
+
+
 ALGORITHMS: dict[str, type[TreeClassifier]] = {
     "efti": EFTIClassifier,
     "cart": CARTClassifier,
+    "de-pdt": DEPDTClassifier,
+    "de-cart": DECARTClassifier,
+    "de-id3": DEID3Classifier,
+    "id3": ID3Classifier,
 }
 
 
