@@ -56,6 +56,7 @@ class MsgType(IntEnum):
     TREE_GET = 0x07
     PREDICT_TRAINED = 0x08
     TRAIN_INFO = 0x09
+    TRAIN_PROFILE = 0x0A       # per-phase counter totals of the last TRAIN (profiling builds)
     PONG = 0x81
     INFO_RESPONSE = 0x82
     PREDICT_RESPONSE = 0x83
@@ -65,6 +66,7 @@ class MsgType(IntEnum):
     TREE_GET_RESPONSE = 0x87
     PREDICT_TRAINED_RESPONSE = 0x88
     TRAIN_INFO_RESPONSE = 0x89
+    TRAIN_PROFILE_RESPONSE = 0x8A
     ERROR = 0xFF
 
 

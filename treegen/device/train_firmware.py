@@ -57,6 +57,8 @@ RUNTIME_RAM = {"cmsdk_uart": 512, "native_pty": 0, "arduino": 2048}
 PORT_RAM = {"cmsdk_uart": 256 + 8, "native_pty": 4096 + 40, "arduino": 64}
 #: TREE_GET node record: i16 left, i16 right, u8 class, i64 threshold, then n_attr i16 weights
 NODE_RECORD_FIXED = 13
+#: entries of the engine's per-mutation plan (tg_efti.c PLAN_MAX: two per changed node)
+PLAN_ENTRIES = 2 * (MAX_COEF_MUTATIONS + 2)
 TRAIN_DATA_HEADER = 10
 TREE_GET_HEADER = 8
 
@@ -78,6 +80,7 @@ class TrainSpec:
     flash_classes: int = 0
     flash_source: str = ""
     notes: list = field(default_factory=list)
+    profile: bool = False          # per-phase instruction totals (TRAIN_PROFILE; bench/train_device_bench.py)
 
     @property
     def flash_rows(self) -> int:
@@ -92,7 +95,7 @@ class TrainSpec:
         max_nodes = (1 << (self.max_depth + 1)) - 1
         return {"max_inst": self.max_rows, "max_attr": self.n_attr, "max_classes": self.n_classes,
                 "max_depth": self.max_depth, "max_nodes": max_nodes, "max_leaves": 1 << self.max_depth,
-                "partial": self.partial, "dsp": self.dsp}
+                "partial": self.partial, "dsp": self.dsp, "profile": self.profile}
 
     def summary(self) -> dict:
         return {"max_rows": self.max_rows, "n_attr": self.n_attr, "n_classes": self.n_classes,
@@ -192,15 +195,22 @@ def engine_static_bytes(sizes: dict, ptr_bytes: int = 4) -> int:
     is the target's pointer size)."""
     N, A, C, I = sizes["max_nodes"], sizes["max_attr"], sizes["max_classes"], sizes["max_inst"]
     D, Lv = sizes["max_depth"], sizes["max_leaves"]
+    slot = 1 if N <= 255 else 2                                    # slot_t: a node slot stored per row
+    row = 2 if I <= 65535 else 4                                   # row_t and count_t
     n = 8 + 2 * ptr_bytes + 4 + 4                                  # rng_state, cfg, dat, ready, best_valid
     n += N * A * 2 + N * 8 + 3 * N * 2 + 2 + N * 2 + 2             # current pool
-    n += N * A * 2 + N * 8 + 3 * N * 2 + 2 + N * 2 + 2 + N + 8 + 4  # best
+    n += N * A * 2 + N * 8 + 2 * N * 2 + 2 + N + 8 + 4             # best (no parents, no free list)
     n += (Lv + 1) * 2 + N * 2 + 2 + 2 + N + 1                      # structure
-    n += I * 2 + N * C * 4 + 8 + 4 + I * 4 + I * 2 + 4 + I * 4 + N + 4   # classification state
-    if sizes["partial"]:
-        n += I * (D + 1) * 2 + I * D * 8 + I
+    n += I * slot + N * C * row + 8 + 4 + N + N + 4                # leaf_of, counts, fitness, marked, aff
+    n += N * 2 + (Lv + 1) * 2 + 2 + N * row + I * row              # pstart, affected leaves, row lists
+    if sizes["partial"]:                                           # change list, plan, memorised sums
+        n += I * row + I * slot + 4 + PLAN_ENTRIES * 10 + MAX_COEF_MUTATIONS * 8 + N + I * D * 8
+    else:                                                          # lean: one new-leaf slot per row
+        n += I * slot
     n += MAX_COEF_MUTATIONS * 24 + 2 + 4 + 6 * 2                   # undo record
     n += 4 + 4 + 4 + 8 + 8                                         # evolution state
+    if sizes.get("profile"):
+        n += 5 * 8 + 4
     return n
 
 
@@ -220,6 +230,8 @@ def train_static_bytes(spec: TrainSpec, ptr_bytes: int = 4) -> int:
     n = engine_static_bytes(spec.sizes(), ptr_bytes)
     n += spec.buffer_rows * spec.n_attr * 2 + spec.buffer_rows
     n += 4 + 2 + 2 + _config_struct_bytes(ptr_bytes) + _data_struct_bytes(ptr_bytes) + 4 + spec.n_attr * 2 + 8
+    if spec.profile:
+        n += 8                                                     # the profiling clock
     return n
 
 

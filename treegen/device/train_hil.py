@@ -41,6 +41,8 @@ SOURCES = {"ram": 0, "flash": 1}
 #: TRAIN response timeout: this much per iteration on top of the client's timeout (QEMU runs a
 #: veh-sized iteration in well under a millisecond; real boards at 16+ MHz are slower)
 SECONDS_PER_ITERATION = 0.05
+#: phases of an iteration in TRAIN_PROFILE (templates/efti/tg_efti.h: TG_EFTI_PROF_PHASES)
+PROFILE_PHASES = ("switch", "mutate", "reclassify", "fitness", "select")
 FITNESS_TOLERANCE = 0          # device vs Python float fitness: exactly equal (see module docstring)
 
 
@@ -200,6 +202,21 @@ class TrainingClient:
         payload = struct.pack("<QIIB", int(seed) & ((1 << 64) - 1), int(n_iter) & 0xFFFFFFFF,
                               int(n_rows) & 0xFFFFFFFF, SOURCES[source])
         return TrainResult.from_payload(self.client.request(MsgType.TRAIN, payload, timeout=timeout))
+
+    def profile(self, *, timeout: float | None = None) -> dict | None:
+        """TRAIN_PROFILE: counter totals of the last TRAIN by phase (:data:`PROFILE_PHASES`), or None
+        when the firmware was not built with profiling (``TrainSpec(profile=True)``)."""
+        p = self.client.request(MsgType.TRAIN_PROFILE, timeout=timeout)
+        if len(p) != 2 + 8 * len(PROFILE_PHASES):
+            raise ProtocolError(f"{self.name}: TRAIN_PROFILE response has {len(p)} bytes")
+        if not p[0]:
+            return None
+        totals = struct.unpack_from(f"<{len(PROFILE_PHASES)}Q", p, 2)
+        try:
+            unit = CounterUnit(p[1]).name.lower()
+        except ValueError:
+            unit = f"unit {p[1]}"
+        return {"unit": unit, **dict(zip(PROFILE_PHASES, totals))}
 
     def tree(self, n_classes: int, *, timeout: float | None = None) -> Tree:
         """The device's best tree (TREE_GET pages) as a treegen Tree (exact float weights
