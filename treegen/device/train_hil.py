@@ -290,6 +290,20 @@ def device_tree(tree: Tree, X01: np.ndarray, y: np.ndarray) -> Tree:
     return tree.refit_counts(X01, y, relabel=False).validate()
 
 
+def device_training_setup(device_client: DeviceClient, params: EFTIParams, n_rows: int,
+                          n_attr: int) -> tuple[EFTIParams, str]:
+    """For a device reached at a port: the parameters its engine was generated with (``params`` with the
+    device's max_depth when that is lower: the depth was derived from its RAM) and the data source
+    (``flash`` when its firmware holds rows of this shape, else ``ram``)."""
+    tc = TrainingClient(device_client)
+    tc.check_capability()
+    ti = tc.info()
+    if ti.max_depth < params.max_depth:
+        params = replace(params, max_depth=ti.max_depth)
+    source = "flash" if ti.has_flash_data and (ti.flash_rows, ti.flash_attr) == (n_rows, n_attr) else "ram"
+    return params, source
+
+
 # ---------------------------------------------------------------------- the end-to-end check
 def _data(data, n_classes: int | None):
     if not isinstance(data, (tuple, list)) or len(data) != 2:
@@ -474,7 +488,8 @@ def summary_lines(report: dict) -> list[str]:
     ]
     if t["insn_per_iteration"] is not None:
         lines.append(f"speed           {t['insn_per_iteration']:.0f} instructions per iteration "
-                     f"(engine: partial {'on' if t['engine']['partial'] else 'off'}, "
+                     f"(engine: {'partial reclassification' if t['engine']['partial'] else 'lean'}, depth "
+                     f"{t['engine']['max_depth']}, rows in {t['source']}, "
                      f"{'DSP' if t['engine']['dsp'] else 'scalar'} dot product)")
     else:
         lines.append(f"speed           {t['counter_per_iteration']:.0f} {t['counter_unit']} per iteration")

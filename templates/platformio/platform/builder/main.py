@@ -54,6 +54,7 @@ env.Append(
         "-Wl,--gc-sections",
         "-Wl,--defsym=TG_FLASH_SIZE=%d" % int(board.get("build.flash_size")),
         "-Wl,--defsym=TG_RAM_SIZE=%d" % int(board.get("build.ram_size")),
+        "-Wl,--defsym=TG_STACK_SIZE=%d" % int(board.get("build.stack_size", 4096)),
         "-Wl,-Map," + os.path.join("$BUILD_DIR", "firmware.map"),
     ],
     BUILDERS=dict(
