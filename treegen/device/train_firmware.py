@@ -209,7 +209,7 @@ def engine_static_bytes(sizes: dict, ptr_bytes: int = 4) -> int:
     n += I * slot + N * C * row + 8 + 4 + N + N + 4                # leaf_of, counts, fitness, marked, aff
     n += N * 2 + (Lv + 1) * 2 + 2 + N * row + I * row              # pstart, affected leaves, row lists
     if sizes["partial"]:                                           # change list, plan, memorised sums
-        n += I * row + I * slot + 4 + 2 * (M + 2) * 10 + M * 8 + N + I * D * 8
+        n += I * row + I * slot + 4 + 2 * (M + 2) * 10 + M * 8 + N + N + I * D * 8
     else:                                                          # lean: one new-leaf slot per row
         n += I * slot
     n += M * 24 + 2 + 4 + 6 * 2                                    # undo record
@@ -343,7 +343,7 @@ def check_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int = 0,
     raise TreegenError(f"training needs {_kib(est['total'])} KiB RAM, {tgt.name} has {tgt.ram_kb} KiB "
                        f"(and {_kib(fl['total'])} KiB flash of {tgt.flash_kb} KiB): {spec.max_rows} rows x "
                        f"{spec.n_attr} attributes, {spec.n_classes} classes, rows in {where}, leanest mode "
-                       f"({mode_name(leanest)}: engine {_kib(est['engine'])} KiB, row buffer "
+                       f"({mode_name(leanest)}: engine {_kib(est['engine'])} KiB, training buffers "
                        f"{_kib(est['train_buffers'])} KiB); at most {most} rows would fit")
 
 
