@@ -27,7 +27,7 @@ from treegen.device.train_hil import TrainingClient, build_train_firmware, devic
 
 def _stump(Xq: np.ndarray, y: np.ndarray):
     """The inference model the harness also serves (the firmware needs one; a depth-1 CART tree)."""
-    from treegen import CARTClassifier
+    from treegen.learn.estimators import CARTClassifier
 
     return CARTClassifier(max_depth=1).fit(Xq, y).model_
 
