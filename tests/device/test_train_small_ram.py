@@ -150,3 +150,22 @@ def test_cli_hil_train_on_a_twin_reports_mode_and_board_memory(tmp_path, capsys)
     assert "IDENTICAL" in out and "result          PASS" in out
     assert re.search(r"engine .* lean, depth \d, rows in flash", out)
     assert re.search(r"board memory    RAM \d+ of 8192 bytes .*flash \d+ of 32768 bytes", out)
+
+
+def test_fit_engine_device_at_a_port_streams_the_rows(tmp_path, capsys):
+    """--port: a running training firmware without these rows in flash gets them streamed (TRAIN_DATA)."""
+    require_tools()
+    X, labels = load_shared("gls")
+    spec = tf.make_train_spec("qemu-m4", EFTIParams(), max_rows=300, n_attr=9, n_classes=7)
+    fw = build_train_firmware(CARTClassifier(max_depth=1).fit(X, labels).model_, "qemu-m4", tmp_path / "fw", spec)
+    csv = SHARED_DATASETS / "gls.csv.gz"
+    dev, nat = tmp_path / "dev.json", tmp_path / "nat.json"
+    with QemuBoard("qemu-m4", fw.path) as board:
+        code, out, err = run_cli(capsys, ["fit", csv, "--algo", "efti", "--engine", "device", "--target", "qemu-m4",
+                                          "--port", board.url, "--max-iter", ITERS, "--seed", 7, "-o", dev])
+    assert code == 0, err
+    assert "streaming 214 rows x 9 attributes" in out and "(rows in ram)" in out
+    code, _, err = run_cli(capsys, ["fit", csv, "--algo", "efti", "--engine", "native", "--max-iter", ITERS,
+                                    "--seed", 7, "-o", nat, "-q"])
+    assert code == 0, err
+    assert json.loads(dev.read_text())["trees"] == json.loads(nat.read_text())["trees"]
