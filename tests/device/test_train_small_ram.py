@@ -91,7 +91,7 @@ def test_fit_engine_device_equals_native(tmp_path, capsys):
     require_tools()
     csv = SHARED_DATASETS / "gls.csv.gz"
     dev, nat = tmp_path / "dev.json", tmp_path / "nat.json"
-    code, out, err = run_cli(capsys, ["fit", csv, "--algo", "efti", "--engine", "device", "--target", "qemu-m4",
+    code, _, err = run_cli(capsys, ["fit", csv, "--algo", "efti", "--engine", "device", "--target", "qemu-m4",
                                       "--max-iter", ITERS, "--seed", 7, "-o", dev, "-q"])
     assert code == 0, err
     code, _, err = run_cli(capsys, ["fit", csv, "--algo", "efti", "--engine", "native", "--max-iter", ITERS,

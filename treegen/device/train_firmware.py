@@ -251,7 +251,6 @@ def estimate_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int =
     train = train_static_bytes(spec, ptr) - engine
     harness = (max_payload + 16) + (max_payload + 8) + 2 * n_features + 64 + PORT_RAM.get(kind, 256)
     runtime = RUNTIME_RAM.get(kind, 1024)
-    nodes = spec.sizes()["max_nodes"]
     stack = max(tgt.stack_bytes if tgt.kind != "host" else STACK_RESERVE, stack_need(spec))
     total = engine + train + harness + runtime + stack
     return {"engine": engine, "train_buffers": train, "harness": harness, "runtime": runtime, "stack": stack,

@@ -27,8 +27,8 @@ from treegen.core.errors import TreegenError
 from treegen.core.rng import prob_u32
 from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
-from treegen.learn.inducers.efti import (EXP_STEPS, MAX_COEF_MUTATIONS, W_ONE, EFTIParams, FitnessTables, check_inputs, fit_info,
-                                         topology_thresholds)
+from treegen.learn.inducers.efti import (EXP_STEPS, MAX_COEF_MUTATIONS, W_ONE, EFTIParams, FitnessTables,
+                                         check_inputs, fit_info, topology_thresholds)
 
 STRICT_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic"]
 T_ONE = 1 << 30
