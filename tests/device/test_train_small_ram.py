@@ -107,14 +107,17 @@ def test_fit_engine_device_equals_native(tmp_path, capsys):
         {k: v for k, v in mb["params"].items() if k != "engine"}
 
 
-def test_fit_engine_device_bad_input(capsys):
+def test_fit_engine_device_bad_input(tmp_path, capsys):
     csv = SHARED_DATASETS / "irs.csv.gz"
-    assert_user_error(capsys, ["fit", csv, "--algo", "efti", "--engine", "device", "-o", "/tmp/never.json"],
+    never = tmp_path / "never.json"
+    assert_user_error(capsys, ["fit", csv, "--algo", "efti", "--engine", "device", "-o", never],
                       "--engine device needs --target")
-    assert_user_error(capsys, ["fit", csv, "--algo", "efti", "--target", "qemu-m4", "-o", "/tmp/never.json"],
+    assert_user_error(capsys, ["fit", csv, "--algo", "efti", "--target", "qemu-m4", "-o", never],
                       "only apply with --engine device")
     assert_user_error(capsys, ["fit", csv, "--algo", "efti", "--engine", "device", "--target", "bluepill_f103c8",
-                               "-o", "/tmp/never.json"], "--port")
+                               "-o", never], "--port")
+    assert_user_error(capsys, ["cv", csv, "--algo", "efti", "--engine", "device", "--target", "qemu-m4"],
+                      "apply to fit only")
 
 
 def test_too_large_for_every_mode_names_the_largest_row_count(tmp_path):

@@ -281,6 +281,8 @@ def cmd_eval(args) -> int:
 
 def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
+    if params.get("engine") == "device" or args.target is not None or args.port is not None:
+        raise TreegenError("--engine device, --target and --port apply to fit only (cv trains on the host)")
     check_output(args.json, "JSON file")
     ds, classes = _load_training(args)
     if args.folds > ds.n_rows:
