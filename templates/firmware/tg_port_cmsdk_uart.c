@@ -157,10 +157,11 @@ void TG_UART_RX_HANDLER(void)
     tg_rx_drain();
 }
 
-/* exactly 2 * n instructions for n >= 1 (subs + bne per pass) */
+/* exactly 2 * n instructions for n >= 1 (subs + bne per pass); unified syntax so that the same
+ * 16-bit SUBS assembles for ARMv6-M (Cortex-M0+) and ARMv7-M */
 static TG_PORT_NOIPA void tg_spin(uint32_t n)
 {
-    __asm volatile("1: subs %0, %0, #1\n\tbne 1b" : "+r"(n) : : "cc");
+    __asm volatile(".syntax unified\n1: subs %0, %0, #1\n\tbne 1b" : "+r"(n) : : "cc");
 }
 
 static uint32_t tg_systick_ticks(void)

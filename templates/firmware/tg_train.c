@@ -55,6 +55,21 @@ static int tg_train_done;               /* a tree has been trained */
 static int16_t tg_train_row[TG_EFTI_MAX_ATTR];
 static const uint8_t tg_train_digest[8] = TG_EFTI_CFG_DIGEST;
 
+#if TG_EFTI_PROFILE
+/* the engine's profiling clock: tg_port_counter() widened to 32 bits (read at least once per counter
+ * period: the engine reads it several times per iteration) */
+static uint32_t tg_train_clock_last;
+static uint32_t tg_train_clock_total;
+
+uint32_t tg_efti_profile_clock(void)
+{
+    uint32_t now = tg_port_counter();
+    tg_train_clock_total += (now - tg_train_clock_last) & TG_COUNTER_MASK;
+    tg_train_clock_last = now;
+    return tg_train_clock_total;
+}
+#endif
+
 static uint32_t tg_train_get_u32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
@@ -79,6 +94,9 @@ static uint32_t tg_train_static_bytes(void)
 #endif
     n += (uint32_t)(sizeof tg_train_rows + sizeof tg_train_attr + sizeof tg_train_classes + sizeof tg_train_cfg
                     + sizeof tg_train_data + sizeof tg_train_done + sizeof tg_train_row + sizeof tg_train_digest);
+#if TG_EFTI_PROFILE
+    n += (uint32_t)(sizeof tg_train_clock_last + sizeof tg_train_clock_total);
+#endif
     return n;
 }
 
@@ -277,6 +295,28 @@ static int tg_train_run(const uint8_t *in, uint16_t len, uint8_t *out, uint16_t 
     return 0;
 }
 
+/* TRAIN_PROFILE: empty -> u8 profiled (0: not a profiling build, all zero), u8 counter unit, then
+ * TG_EFTI_PROF_PHASES u64 counter totals of the last TRAIN by phase (see tg_efti.h) */
+static int tg_train_profile(uint16_t len, uint8_t *out, uint16_t *out_len)
+{
+    uint64_t phase[TG_EFTI_PROF_PHASES];
+    uint32_t k;
+
+    if (len != 0u) {
+        return (int)TG_ERR_BAD_PAYLOAD;
+    }
+    if (!tg_train_done) {
+        return (int)TG_ERR_NOT_TRAINED;
+    }
+    out[0] = (uint8_t)tg_efti_profile(phase);
+    out[1] = tg_port_counter_unit();
+    for (k = 0u; k < TG_EFTI_PROF_PHASES; ++k) {
+        tg_train_put_u64(out + 2u + 8u * k, phase[k]);
+    }
+    *out_len = (uint16_t)(2u + 8u * TG_EFTI_PROF_PHASES);
+    return 0;
+}
+
 /* TREE_GET: u16 first, u16 count -> u16 n_nodes, u16 first, u16 count, u16 n_attr, then per node
  * i16 left, i16 right, u8 class, i64 threshold, n_attr i16 weights */
 static int tg_train_tree(const uint8_t *in, uint16_t len, uint8_t *out, uint16_t cap, uint16_t *out_len)
@@ -374,6 +414,8 @@ int tg_train_handle(uint8_t type, const uint8_t *in, uint16_t len, uint8_t *out,
         return tg_train_tree(in, len, out, cap, out_len);
     case TG_MSG_PREDICT_TRAINED:
         return tg_train_predict(in, len, out, cap, out_len);
+    case TG_MSG_TRAIN_PROFILE:
+        return tg_train_profile(len, out, out_len);
     default:
         return TG_TRAIN_NOT_MINE;
     }

@@ -18,6 +18,7 @@
 #define TG_MSG_TREE_GET 0x07u
 #define TG_MSG_PREDICT_TRAINED 0x08u
 #define TG_MSG_TRAIN_INFO 0x09u
+#define TG_MSG_TRAIN_PROFILE 0x0Bu
 
 /* error codes beyond tg_protocol.h's */
 #define TG_ERR_NO_DATA 5u        /* TRAIN before any TRAIN_DATA (or from flash when none is compiled in) */

@@ -392,8 +392,13 @@ def test_cli_build_training_errors(efti_file, tmp_path, capsys):
     assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "--train"], "--train needs --data CSV")
     assert_user_error(capsys, ["build", model_file, "--target", "qemu-m4", "--data", data],
                       "only apply with --train")
+    # veh fits the Blue Pill (rows in flash, lean engine, depth from RAM) but no mode of the 8 KiB L031K6,
+    # nor the Blue Pill at a fixed depth 8
+    line = assert_user_error(capsys, ["build", model_file, "--target", "nucleo_l031k6", "-o", tmp_path / "l0",
+                                      "--train", "--data", data], "nucleo_l031k6 has 8 KiB")
+    assert "846 rows x 18 attributes" in line and "rows would fit" in line
     assert_user_error(capsys, ["build", model_file, "--target", "bluepill_f103c8", "-o", tmp_path / "bp", "--train",
-                               "--data", data], "training needs 114 KiB RAM, bluepill_f103c8 has 20 KiB")
+                               "--data", data, "--max-depth", "8"], "bluepill_f103c8 has 20 KiB")
     # hil --train on a board without --port: told how to flash the training firmware
     assert_user_error(capsys, ["hil", model_file, "--target", "nucleo_f446re", "--data", data, "--train"],
                       "'treegen flash MODEL --target nucleo_f446re --train --data CSV --port PORT'")

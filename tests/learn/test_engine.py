@@ -48,7 +48,9 @@ def test_partial_reclassification_runs_in_c_and_changes_nothing():
     a, ia = engine.induce(X, y, C, EFTIParams(max_iter=5000, partial_reclassification=True), seed=9)
     b, ib = engine.induce(X, y, C, EFTIParams(max_iter=5000, partial_reclassification=False), seed=9)
     assert a.equals(b)
-    assert ia["rerouted_fraction"] < 0.9 and ib["rerouted_fraction"] == 1.0
+    # both builds re-evaluate only the rows under changed nodes (the lean build re-routes them from the root,
+    # the partial one from the memorised projections), so the same fraction of rows
+    assert ia["rerouted_fraction"] == ib["rerouted_fraction"] < 0.9
 
 
 def test_estimator_engines_agree_and_auto_picks_native():

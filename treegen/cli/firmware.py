@@ -85,12 +85,14 @@ def _train_spec(args, model, target):
     if not args.train:
         return None
     ds = load_for_model(args.data, model.n_features, label=args.label)
-    Xq, _, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
+    Xq, y, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
     n, A = Xq.shape
     params = params_from_model(model, max_depth=args.max_depth)
-    spec = make_train_spec(target, params, max_rows=n, n_attr=A, n_classes=C, dsp=args.variant)
-    print(f"training        engine for {n} rows x {A} attributes, {C} classes, depth {spec.max_depth} "
-          f"(rows from {args.data})")
+    # the rows go into flash with the firmware; without --max-depth the depth is lowered until the engine fits
+    spec = make_train_spec(target, params, flash_data=(Xq, y, C), flash_source=str(args.data), dsp=args.variant,
+                           depth_auto=args.max_depth is None)
+    print(f"training        engine for {n} rows x {A} attributes, {C} classes, depth {'<= ' if args.max_depth is None else ''}"
+          f"{spec.max_depth} (rows from {args.data}, in flash)")
     return spec
 
 

@@ -130,8 +130,9 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
     at ``--port``) a firmware with on-device training sized for the data, train on the device and on
     the host, compare (:func:`run_train_hil`). Exit 0 only when everything is identical."""
     from treegen.device.hil import open_device
-    from treegen.device.train_firmware import make_train_spec, params_from_model, training_rows
-    from treegen.device.train_hil import build_train_firmware, junit_xml, run_train_hil, summary_lines
+    from treegen.device.train_firmware import make_train_spec, mode_name, params_from_model, training_rows
+    from treegen.device.train_hil import (build_train_firmware, device_training_setup, junit_xml, run_train_hil,
+                                          summary_lines)
 
     Xq, y, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
     n, A = Xq.shape
@@ -139,18 +140,32 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
     report: dict = {"mode": "train", "target": target.name, "model": str(args.model), "ok": False, "error": None}
     fw = None
     try:
+        source = "ram"
         if args.port is None:
-            spec = make_train_spec(target, params, max_rows=n, n_attr=A, n_classes=C, dsp=args.variant or "auto")
+            # the rows come with the firmware (flash); the engine's mode and depth follow the target's RAM
+            spec = make_train_spec(target, params, flash_data=(Xq, y, C), flash_source=str(args.data),
+                                   dsp=args.variant or "auto", depth_auto=True)
             fw = build_train_firmware(model, target, out, spec, layout=args.layout or "table",
                                       variant=args.variant or "auto")
             sizes = "" if fw.ram_bytes is None else f"; flash {fw.flash_bytes} / RAM {fw.ram_bytes} bytes"
             print(f"firmware        {fw.path}  (built in {fw.build_seconds:.1f} s{sizes})")
             s = fw.spec
-            print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, classes 2..{s.n_classes}, depth "
-                  f"{s.max_depth}, partial {'on' if s.partial else 'off'}, {'DSP' if s.dsp else 'scalar'}")
+            params = s.params
+            source = "flash"
+            print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, classes 2..{s.n_classes}, "
+                  f"{mode_name(s)}, {'DSP' if s.dsp else 'scalar'}")
+            if s.max_depth != params_from_model(model).max_depth:
+                print(f"                max_depth {params_from_model(model).max_depth} -> {s.max_depth}: the node "
+                      f"pool that fits {target.name}'s {target.ram_kb} KiB RAM")
+            if fw.ram_bytes is not None:
+                print(f"board memory    RAM {fw.ram_bytes} of {target.ram_bytes} bytes "
+                      f"({100 * fw.ram_bytes / target.ram_bytes:.0f} %), flash {fw.flash_bytes} of "
+                      f"{target.flash_bytes} bytes ({100 * fw.flash_bytes / target.flash_bytes:.0f} %)")
         with open_device(target, firmware=fw, port=args.port, timeout=args.timeout, model=model) as dev:
             print(f"device          {dev.url}", flush=True)
-            result = run_train_hil(params, (Xq, y), dev.client, args.seed, args.iters, n_classes=C,
+            if args.port is not None:
+                params, source = device_training_setup(dev.client, params, n, A)
+            result = run_train_hil(params, (Xq, y), dev.client, args.seed, args.iters, n_classes=C, source=source,
                                    log=None if args.quiet else (lambda m: print(f"                {m}", flush=True)))
         report.update(result)
         report["firmware"] = None if fw is None else str(fw.path)

@@ -60,9 +60,13 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="efti: weight of the squared relative oversize in the fitness")
     g.add_argument("--missing-weight", type=nonneg_float, metavar="KM",
                    help="efti: weight of the fraction of classes no leaf predicts")
-    g.add_argument("--engine", choices=("auto", "python", "native"),
+    g.add_argument("--engine", choices=("auto", "python", "native", "device"),
                    help="efti: native = the C engine compiled for the host (same result, faster); "
-                        "default auto (native when a C compiler exists)")
+                        "device = train on --target (emulated targets start by themselves, or --port), "
+                        "checked against the host engine; default auto (native when a C compiler exists)")
+    g.add_argument("--target", metavar="T", help="--engine device: the target to train on (treegen targets)")
+    g.add_argument("--port", metavar="URL", help="--engine device: a running device (serial port or "
+                   "socket://host:port) instead of building and starting the firmware")
     g.add_argument("--dipole", choices=("global", "node"),
                    help="efti: draw new nodes' dipoles from the whole set (default) or the leaf's rows")
     g.add_argument("--scaling", choices=SCALING_METHODS, help="input scaling (default auto)")
@@ -200,12 +204,34 @@ def _load_training(args) -> tuple:
 
 
 # ---------------------------------------------------------------------- commands
+def _device_engine(args, params: dict):
+    """The inducer of --engine device (treegen.device, imported only here)."""
+    if params.get("engine") != "device":
+        raise TreegenError("--target and --port of fit only apply with --engine device")
+    if getattr(args, "target", None) is None:
+        raise TreegenError("--engine device needs --target T (e.g. qemu-m4; treegen targets lists them)")
+    from treegen.core import targets
+    from treegen.device.train_fit import device_inducer
+
+    target = targets.get(args.target)
+    if args.port is None and target.kind not in ("emulated", "host"):
+        raise TreegenError(f"target {target.name!r} ({target.kind}) is not started here: flash a training "
+                           f"firmware (treegen flash MODEL --target {target.name} --train --data CSV) and pass "
+                           f"--port PORT")
+    return device_inducer(target, port=args.port,
+                          log=None if args.quiet else (lambda m: print(f"device          {m}", flush=True)))
+
+
 def cmd_fit(args) -> int:
     algo, params = _algo_params(args)
     check_output(args.output, "model file")
     check_output(args.json, "JSON file")
     ds, classes = _load_training(args)
     seed = 0 if args.seed is None else args.seed
+    device = None
+    if params.get("engine") == "device" or getattr(args, "target", None) or getattr(args, "port", None):
+        device = _device_engine(args, params)
+        params["engine"] = device
     est = make_estimator(algo, **params)
     if "random_state" in est._param_names():
         est.set_params(random_state=seed)
@@ -229,6 +255,8 @@ def cmd_fit(args) -> int:
 
     model = est.model_
     model.metadata["params"].pop("callback", None)
+    if device is not None:
+        model.metadata["params"]["engine"] = "device"
     model.metadata["dataset"] = Path(args.data).name
     model.metadata["label_column"] = ds.label_name
     model.metadata["train_seconds"] = seconds
@@ -320,6 +348,8 @@ def cmd_eval(args) -> int:
 
 def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
+    if params.get("engine") == "device" or args.target is not None or args.port is not None:
+        raise TreegenError("--engine device, --target and --port apply to fit only (cv trains on the host)")
     check_output(args.json, "JSON file")
     ds, classes = _load_training(args)
     _categorical_by_index(params, ds.feature_names)

@@ -64,6 +64,12 @@ class Target:
         return self.ram_kb * 1024
 
     @property
+    def stack_bytes(self) -> int:
+        """Main stack the linker script reserves (optional key ``stack_bytes``, default 4096; small-RAM
+        boards set less so that on-device training leaves more RAM to the engine)."""
+        return int(self.extra.get("stack_bytes", 4096))
+
+    @property
     def uart(self) -> str | None:
         """Firmware port kind (``tg_port_<uart>``), or None when the target has no harness port."""
         return self.extra.get("uart")
@@ -120,6 +126,10 @@ def _check_optional(fname: str, data: dict) -> None:
         raise TreegenError(f"target file {fname}: kind {kind!r} is not one of {', '.join(KINDS)}")
     if "mve" in data and not isinstance(data["mve"], bool):
         raise TreegenError(f"target file {fname}: key 'mve' must be bool")
+    if "stack_bytes" in data:
+        sb = data["stack_bytes"]
+        if not isinstance(sb, int) or isinstance(sb, bool) or not 512 <= sb <= data["ram_kb"] * 1024:
+            raise TreegenError(f"target file {fname}: key 'stack_bytes' must be an integer 512..RAM bytes")
     if "uart" in data:
         uart = data["uart"]
         if not isinstance(uart, str) or not uart.replace("_", "").isalnum() or not uart.islower():

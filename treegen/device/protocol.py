@@ -57,6 +57,7 @@ class MsgType(IntEnum):
     PREDICT_TRAINED = 0x08
     TRAIN_INFO = 0x09
     PROBA = 0x0A               # soft-voting ensembles (capability bit 3, PROBA): classes + probabilities
+    TRAIN_PROFILE = 0x0B       # per-phase counter totals of the last TRAIN (profiling builds)
     PONG = 0x81
     INFO_RESPONSE = 0x82
     PREDICT_RESPONSE = 0x83
@@ -67,6 +68,7 @@ class MsgType(IntEnum):
     PREDICT_TRAINED_RESPONSE = 0x88
     TRAIN_INFO_RESPONSE = 0x89
     PROBA_RESPONSE = 0x8A
+    TRAIN_PROFILE_RESPONSE = 0x8B
     ERROR = 0xFF
 
 

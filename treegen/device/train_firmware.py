@@ -39,7 +39,7 @@ from treegen.core import targets as _targets
 from treegen.core.codegen import comment_text, prepare_out_dir, render, write_generated
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
-from treegen.learn.engine import config_tables, render_engine
+from treegen.learn.engine import config_tables, max_coef_mutations, render_engine
 from treegen.learn.inducers.efti import MAX_COEF_MUTATIONS, EFTIParams
 
 MAX_CLASSES = 255                  # uint8_t labels / leaf classes
@@ -78,6 +78,7 @@ class TrainSpec:
     flash_classes: int = 0
     flash_source: str = ""
     notes: list = field(default_factory=list)
+    profile: bool = False          # per-phase instruction totals (TRAIN_PROFILE; bench/train_device_bench.py)
 
     @property
     def flash_rows(self) -> int:
@@ -92,7 +93,9 @@ class TrainSpec:
         max_nodes = (1 << (self.max_depth + 1)) - 1
         return {"max_inst": self.max_rows, "max_attr": self.n_attr, "max_classes": self.n_classes,
                 "max_depth": self.max_depth, "max_nodes": max_nodes, "max_leaves": 1 << self.max_depth,
-                "partial": self.partial, "dsp": self.dsp}
+                "partial": self.partial, "dsp": self.dsp, "profile": self.profile,
+                "max_coef_mut": max_coef_mutations(self.max_depth, self.n_attr,
+                                                   self.params.coefficient_mutation_rate)}
 
     def summary(self) -> dict:
         return {"max_rows": self.max_rows, "n_attr": self.n_attr, "n_classes": self.n_classes,
@@ -142,7 +145,8 @@ def _flash_data(flash_data):
 
 def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int | None = None,
                     n_attr: int | None = None, n_classes: int | None = None, buffer_rows: int | None = None,
-                    flash_data=None, partial: bool | None = None, dsp="auto", flash_source: str = "") -> TrainSpec:
+                    flash_data=None, partial: bool | None = None, dsp="auto", flash_source: str = "",
+                    depth_auto: bool = False) -> TrainSpec:
     """The engine configuration for ``target``.
 
     ``max_rows`` / ``n_attr`` / ``n_classes``: the largest data set one run takes (rows, attributes,
@@ -151,7 +155,8 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     the limits grow to hold it. ``buffer_rows``: rows of the RAM buffer for TRAIN_DATA (default:
     ``max_rows``, or 0 when flash data are given and ``max_rows`` is not). ``partial``: compile
     partial reclassification in (None: when RAM allows, see :func:`check_ram`). ``dsp``: ``auto``
-    (the target's DSP extension), ``scalar`` or ``dsp``.
+    (the target's DSP extension), ``scalar`` or ``dsp``. ``depth_auto``: ``params.max_depth`` is the
+    largest depth; :func:`check_ram` lowers it until the engine fits the target.
     """
     tgt = _target(target)
     params = (params or EFTIParams()).validate()
@@ -183,6 +188,8 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     spec = TrainSpec(params, rows, attr, classes, buffer_rows, True if partial is None else bool(partial),
                      _resolve_dsp(dsp, tgt), fx, fy, fc, flash_source)
     spec.notes.append("partial=auto" if partial is None else f"partial={bool(partial)}")
+    if depth_auto:
+        spec.notes.append("depth=auto")
     return spec
 
 
@@ -192,15 +199,23 @@ def engine_static_bytes(sizes: dict, ptr_bytes: int = 4) -> int:
     is the target's pointer size)."""
     N, A, C, I = sizes["max_nodes"], sizes["max_attr"], sizes["max_classes"], sizes["max_inst"]
     D, Lv = sizes["max_depth"], sizes["max_leaves"]
+    slot = 1 if N <= 255 else 2                                    # slot_t: a node slot stored per row
+    M = sizes.get("max_coef_mut", MAX_COEF_MUTATIONS)              # undo buffer (coefficient mutations)
+    row = 2 if I <= 65535 else 4                                   # row_t and count_t
     n = 8 + 2 * ptr_bytes + 4 + 4                                  # rng_state, cfg, dat, ready, best_valid
     n += N * A * 2 + N * 8 + 3 * N * 2 + 2 + N * 2 + 2             # current pool
-    n += N * A * 2 + N * 8 + 3 * N * 2 + 2 + N * 2 + 2 + N + 8 + 4  # best
+    n += N * A * 2 + N * 8 + 2 * N * 2 + 2 + N + 8 + 4             # best (no parents, no free list)
     n += (Lv + 1) * 2 + N * 2 + 2 + 2 + N + 1                      # structure
-    n += I * 2 + N * C * 4 + 8 + 4 + I * 4 + I * 2 + 4 + I * 4 + N + 4   # classification state
-    if sizes["partial"]:
-        n += I * (D + 1) * 2 + I * D * 8 + I
-    n += MAX_COEF_MUTATIONS * 24 + 2 + 4 + 6 * 2                   # undo record
+    n += I * slot + N * C * row + 8 + 4 + N + N + 4                # leaf_of, counts, fitness, marked, aff
+    n += N * 2 + (Lv + 1) * 2 + 2 + N * row + I * row              # pstart, affected leaves, row lists
+    if sizes["partial"]:                                           # change list, plan, memorised sums
+        n += I * row + I * slot + 4 + 2 * (M + 2) * 10 + M * 8 + N + N + I * D * 8
+    else:                                                          # lean: one new-leaf slot per row
+        n += I * slot
+    n += M * 24 + 2 + 4 + 6 * 2                                    # undo record
     n += 4 + 4 + 4 + 8 + 8                                         # evolution state
+    if sizes.get("profile"):
+        n += 5 * 8 + 4
     return n
 
 
@@ -220,6 +235,8 @@ def train_static_bytes(spec: TrainSpec, ptr_bytes: int = 4) -> int:
     n = engine_static_bytes(spec.sizes(), ptr_bytes)
     n += spec.buffer_rows * spec.n_attr * 2 + spec.buffer_rows
     n += 4 + 2 + 2 + _config_struct_bytes(ptr_bytes) + _data_struct_bytes(ptr_bytes) + 4 + spec.n_attr * 2 + 8
+    if spec.profile:
+        n += 8                                                     # the profiling clock
     return n
 
 
@@ -234,50 +251,109 @@ def estimate_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int =
     train = train_static_bytes(spec, ptr) - engine
     harness = (max_payload + 16) + (max_payload + 8) + 2 * n_features + 64 + PORT_RAM.get(kind, 256)
     runtime = RUNTIME_RAM.get(kind, 1024)
-    nodes = spec.sizes()["max_nodes"]
-    stack = max(STACK_RESERVE, 1024 + 2 * nodes + 64 * (spec.max_depth + 2))
+    stack = max(tgt.stack_bytes if tgt.kind != "host" else STACK_RESERVE, stack_need(spec))
     total = engine + train + harness + runtime + stack
     return {"engine": engine, "train_buffers": train, "harness": harness, "runtime": runtime, "stack": stack,
             "total": total, "ram_bytes": tgt.ram_bytes, "partial": spec.partial}
+
+
+def stack_need(spec: TrainSpec) -> int:
+    """Stack the training firmware's deepest call needs (an allowance: harness frames + the engine's
+    per-node and per-level locals)."""
+    return 1024 + 2 * spec.sizes()["max_nodes"] + 64 * (spec.max_depth + 2)
 
 
 def _kib(n: int) -> int:
     return math.ceil(n / 1024)
 
 
+def _with_depth(spec: TrainSpec, depth: int) -> TrainSpec:
+    if depth == spec.max_depth:
+        return spec
+    return replace(spec, params=replace(spec.params, max_depth=depth))
+
+
+def _with_rows(spec: TrainSpec, rows: int) -> TrainSpec:
+    """The spec for the first ``rows`` rows (RAM buffer and flash data shrunk alike)."""
+    fx = None if spec.flash_x is None else spec.flash_x[:rows]
+    fy = None if spec.flash_y is None else spec.flash_y[:rows]
+    return replace(spec, max_rows=rows, buffer_rows=min(spec.buffer_rows, rows), flash_x=fx, flash_y=fy)
+
+
+def flash_need(spec: TrainSpec) -> dict:
+    """Flash for the code, the const tables and the flash data (an estimate; the linker has the last word)."""
+    L = spec.sizes()["max_leaves"] + 1
+    tables = 4 * 1024 + sum(L * 12 + (c + 1) * 4 for c in range(2, spec.n_classes + 1))
+    data = spec.flash_rows * (2 * spec.n_attr + 1)
+    code = 12 * 1024
+    return {"tables": tables, "data": data, "code": code, "total": tables + data + code}
+
+
+def mode_name(spec: TrainSpec) -> str:
+    """How the engine trains: ``partial`` (memorised projections) or ``lean``, and where the rows live."""
+    rows = "rows in flash" if spec.flash_rows and not spec.buffer_rows else \
+        ("rows in flash + RAM buffer" if spec.flash_rows else "rows in RAM")
+    return f"{'partial' if spec.partial else 'lean'}, depth {spec.max_depth}, {rows}"
+
+
 def check_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int = 0,
               partial_auto: bool | None = None) -> tuple[TrainSpec, dict]:
-    """Fail (one line) unless the training firmware fits the target's RAM; returns the spec (with
-    partial reclassification dropped when it is on auto and only that makes it fit) and the estimate."""
+    """Fit the training firmware to the target's RAM and flash: returns the spec and its RAM estimate.
+
+    Modes, in order of preference, at the requested depth: partial reclassification (memorised
+    projections), then, with ``partial=auto``, the lean engine (one leaf slot per row); with
+    ``depth=auto`` (make_train_spec(depth_auto=True)) the depth (hence the node pool, 2^(d+1) - 1 nodes)
+    is then lowered one level at a time, partial before lean at every depth. When nothing fits, one
+    line names rows x attributes, the need of the leanest mode against the target's RAM/flash and the
+    largest row count that would fit."""
     tgt = _target(target)
     auto = partial_auto if partial_auto is not None else ("partial=auto" in spec.notes)
-    est = estimate_ram(spec, tgt, max_payload=max_payload, n_features=n_features)
-    if est["total"] <= tgt.ram_bytes:
-        return spec, est
-    if auto and spec.partial:
-        lean = replace(spec, partial=False, notes=[*spec.notes, "partial reclassification off (RAM)"])
-        est2 = estimate_ram(lean, tgt, max_payload=max_payload, n_features=n_features)
-        if est2["total"] <= tgt.ram_bytes:
-            return lean, est2
-        est = est2
+    depth_auto = "depth=auto" in spec.notes
+    depths = list(range(spec.max_depth, 0, -1)) if depth_auto else [spec.max_depth]
+    partials = [True, False] if (auto and spec.partial) else [spec.partial]
+
+    def fits(s: TrainSpec) -> tuple[bool, dict, dict]:
+        est = estimate_ram(s, tgt, max_payload=max_payload, n_features=n_features)
+        fl = flash_need(s)
+        return est["total"] <= tgt.ram_bytes and fl["total"] <= tgt.flash_bytes, est, fl
+
+    for depth in depths:
+        for partial in partials:
+            cand = _with_depth(replace(spec, partial=partial), depth)
+            ok, est, _ = fits(cand)
+            if ok:
+                notes = list(spec.notes)
+                if depth != spec.max_depth:
+                    notes.append(f"max_depth {spec.max_depth} -> {depth} (RAM)")
+                if spec.partial and not partial:
+                    notes.append("partial reclassification off (RAM)")
+                return replace(cand, notes=notes), est
+    leanest = _with_depth(replace(spec, partial=partials[-1]), depths[-1])
+    _, est, fl = fits(leanest)
+    lo, hi = 1, spec.max_rows          # the largest row count that fits in the leanest mode
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(_with_rows(leanest, mid))[0]:
+            lo = mid
+        else:
+            hi = mid - 1
+    most = lo if lo >= 2 and fits(_with_rows(leanest, lo))[0] else 0
+    where = "flash" if spec.flash_rows else "RAM"
     raise TreegenError(f"training needs {_kib(est['total'])} KiB RAM, {tgt.name} has {tgt.ram_kb} KiB "
-                       f"({spec.max_rows} rows x {spec.n_attr} attributes, {spec.n_classes} classes, depth "
-                       f"{spec.max_depth}: engine {_kib(est['engine'])} KiB, row buffer "
-                       f"{_kib(est['train_buffers'])} KiB)")
+                       f"(and {_kib(fl['total'])} KiB flash of {tgt.flash_kb} KiB): {spec.max_rows} rows x "
+                       f"{spec.n_attr} attributes, {spec.n_classes} classes, rows in {where}, leanest mode "
+                       f"({mode_name(leanest)}: engine {_kib(est['engine'])} KiB, training buffers "
+                       f"{_kib(est['train_buffers'])} KiB); at most {most} rows would fit")
 
 
 def check_flash(spec: TrainSpec, target) -> int:
     """Flash for the const tables and flash data (an estimate; the linker has the last word)."""
     tgt = _target(target)
-    L = spec.sizes()["max_leaves"] + 1
-    tables = 4 * 1024 + sum(L * 12 + (c + 1) * 4 for c in range(2, spec.n_classes + 1))
-    data = spec.flash_rows * (2 * spec.n_attr + 1)
-    code = 12 * 1024
-    need = tables + data + code
-    if need > tgt.flash_bytes:
-        raise TreegenError(f"training needs {_kib(need)} KiB flash (tables {_kib(tables)} KiB, data "
-                           f"{_kib(data)} KiB), {tgt.name} has {tgt.flash_kb} KiB")
-    return need
+    fl = flash_need(spec)
+    if fl["total"] > tgt.flash_bytes:
+        raise TreegenError(f"training needs {_kib(fl['total'])} KiB flash (tables {_kib(fl['tables'])} KiB, data "
+                           f"{_kib(fl['data'])} KiB), {tgt.name} has {tgt.flash_kb} KiB")
+    return fl["total"]
 
 
 def train_payload_need(spec: TrainSpec) -> int:

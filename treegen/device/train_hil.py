@@ -41,6 +41,8 @@ SOURCES = {"ram": 0, "flash": 1}
 #: TRAIN response timeout: this much per iteration on top of the client's timeout (QEMU runs a
 #: veh-sized iteration in well under a millisecond; real boards at 16+ MHz are slower)
 SECONDS_PER_ITERATION = 0.05
+#: phases of an iteration in TRAIN_PROFILE (templates/efti/tg_efti.h: TG_EFTI_PROF_PHASES)
+PROFILE_PHASES = ("switch", "mutate", "reclassify", "fitness", "select")
 FITNESS_TOLERANCE = 0          # device vs Python float fitness: exactly equal (see module docstring)
 
 
@@ -201,6 +203,21 @@ class TrainingClient:
                               int(n_rows) & 0xFFFFFFFF, SOURCES[source])
         return TrainResult.from_payload(self.client.request(MsgType.TRAIN, payload, timeout=timeout))
 
+    def profile(self, *, timeout: float | None = None) -> dict | None:
+        """TRAIN_PROFILE: counter totals of the last TRAIN by phase (:data:`PROFILE_PHASES`), or None
+        when the firmware was not built with profiling (``TrainSpec(profile=True)``)."""
+        p = self.client.request(MsgType.TRAIN_PROFILE, timeout=timeout)
+        if len(p) != 2 + 8 * len(PROFILE_PHASES):
+            raise ProtocolError(f"{self.name}: TRAIN_PROFILE response has {len(p)} bytes")
+        if not p[0]:
+            return None
+        totals = struct.unpack_from(f"<{len(PROFILE_PHASES)}Q", p, 2)
+        try:
+            unit = CounterUnit(p[1]).name.lower()
+        except ValueError:
+            unit = f"unit {p[1]}"
+        return {"unit": unit, **dict(zip(PROFILE_PHASES, totals))}
+
     def tree(self, n_classes: int, *, timeout: float | None = None) -> Tree:
         """The device's best tree (TREE_GET pages) as a treegen Tree (exact float weights
         ``w / 2**15`` and thresholds ``t / 2**30``; class counts zero: see :func:`device_tree`)."""
@@ -271,6 +288,20 @@ def _tree_from_nodes(nodes: list, n_attr: int, n_classes: int, name: str) -> Tre
 def device_tree(tree: Tree, X01: np.ndarray, y: np.ndarray) -> Tree:
     """Class counts of the training rows, as the host engines fill them (leaf classes kept)."""
     return tree.refit_counts(X01, y, relabel=False).validate()
+
+
+def device_training_setup(device_client: DeviceClient, params: EFTIParams, n_rows: int,
+                          n_attr: int) -> tuple[EFTIParams, str]:
+    """For a device reached at a port: the parameters its engine was generated with (``params`` with the
+    device's max_depth when that is lower: the depth was derived from its RAM) and the data source
+    (``flash`` when its firmware holds rows of this shape, else ``ram``)."""
+    tc = TrainingClient(device_client)
+    tc.check_capability()
+    ti = tc.info()
+    if ti.max_depth < params.max_depth:
+        params = replace(params, max_depth=ti.max_depth)
+    source = "flash" if ti.has_flash_data and (ti.flash_rows, ti.flash_attr) == (n_rows, n_attr) else "ram"
+    return params, source
 
 
 # ---------------------------------------------------------------------- the end-to-end check
@@ -457,7 +488,8 @@ def summary_lines(report: dict) -> list[str]:
     ]
     if t["insn_per_iteration"] is not None:
         lines.append(f"speed           {t['insn_per_iteration']:.0f} instructions per iteration "
-                     f"(engine: partial {'on' if t['engine']['partial'] else 'off'}, "
+                     f"(engine: {'partial reclassification' if t['engine']['partial'] else 'lean'}, depth "
+                     f"{t['engine']['max_depth']}, rows in {t['source']}, "
                      f"{'DSP' if t['engine']['dsp'] else 'scalar'} dot product)")
     else:
         lines.append(f"speed           {t['counter_per_iteration']:.0f} {t['counter_unit']} per iteration")

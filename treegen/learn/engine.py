@@ -27,8 +27,8 @@ from treegen.core.errors import TreegenError
 from treegen.core.rng import prob_u32
 from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
-from treegen.learn.inducers.efti import (EXP_STEPS, W_ONE, EFTIParams, FitnessTables, check_inputs, fit_info,
-                                         topology_thresholds)
+from treegen.learn.inducers.efti import (EXP_STEPS, MAX_COEF_MUTATIONS, W_ONE, EFTIParams, FitnessTables,
+                                         check_inputs, fit_info, topology_thresholds)
 
 STRICT_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic"]
 T_ONE = 1 << 30
@@ -41,8 +41,18 @@ def _round_up_pow2(n: int, minimum: int) -> int:
     return v
 
 
+def max_coef_mutations(max_depth: int, n_attr: int, coefficient_mutation_rate: float | None) -> int:
+    """The most coefficient mutations one iteration makes (the engine's undo buffer): ``1 + alpha *
+    total / 2**32`` for the largest tree (``total`` = internal nodes x (attributes + 1)), at most
+    ``MAX_COEF_MUTATIONS``; the cap itself when the rate is not known (None)."""
+    if coefficient_mutation_rate is None:
+        return MAX_COEF_MUTATIONS
+    total = ((1 << max_depth) - 1) * (n_attr + 1)
+    return min(MAX_COEF_MUTATIONS, total, 1 + ((prob_u32(coefficient_mutation_rate) * total) >> 32))
+
+
 def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: bool = True,
-                 dsp: bool = True) -> dict:
+                 dsp: bool = True, coefficient_mutation_rate: float | None = None) -> dict:
     max_nodes = (1 << (max_depth + 1)) - 1
     if max_nodes > 32767:
         raise TreegenError(f"EFTI engine: max_depth {max_depth} needs {max_nodes} nodes (int16 node index)")
@@ -55,6 +65,7 @@ def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: b
         "max_leaves": 1 << max_depth,
         "partial": bool(partial),
         "dsp": bool(dsp),   # use SMLALD where the compiler targets ARMv7E-M (no effect elsewhere)
+        "max_coef_mut": max_coef_mutations(max_depth, (n_attr + 7) // 8 * 8, coefficient_mutation_rate),
     }
 
 
@@ -160,7 +171,8 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     if n_classes > 255:
         raise TreegenError(f"the native EFTI engine supports at most 255 classes, got {n_classes}")
     n, A = Xq.shape
-    sizes = engine_sizes(n, A, n_classes, params.max_depth, params.partial_reclassification)
+    sizes = engine_sizes(n, A, n_classes, params.max_depth, params.partial_reclassification,
+                         coefficient_mutation_rate=params.coefficient_mutation_rate)
     lib = _load(build_library(sizes))
     Data, Config, TreeOut = _structs(sizes)
     lib.tg_efti_init.argtypes = [ctypes.POINTER(Config), ctypes.POINTER(Data)]

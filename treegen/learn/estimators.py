@@ -269,10 +269,11 @@ class EFTIClassifier(TreeClassifier):
         alpha: 1 + floor(alpha * internal_nodes * (features + 1)) coefficients change per iteration.
     dipole : {'global', 'node'}
         Draw the mixed dipole of a new node from the whole training set or from the leaf's instances.
-    engine : {'auto', 'python', 'native'}
+    engine : {'auto', 'python', 'native'} or callable
         ``native`` runs the C engine compiled for the host (the same source as on a device;
         identical results, ~10x faster); ``python`` the numpy reference; ``auto`` = native when a C
-        compiler is available.
+        compiler is available. A callable with the signature of ``treegen.learn.engine.induce`` is
+        used as the inducer (``treegen fit --engine device`` passes one that trains on a device).
     partial_reclassification : bool
         Re-evaluate only the instances a mutation can affect (same result, faster on deep trees).
     scaling : {'auto', 'q15', 'minmax'}
@@ -329,6 +330,8 @@ class EFTIClassifier(TreeClassifier):
             partial_reclassification=self.partial_reclassification,
         )
         seed = 0 if self.random_state is None else self.random_state
+        if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
+            return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
         engine = resolve_engine(self.engine)
         if engine == "native":
             from treegen.learn import engine as native

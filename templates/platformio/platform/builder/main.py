@@ -58,6 +58,7 @@ env.Append(
         "-Wl,--defsym=TG_RAM_SIZE=%d" % int(board.get("build.ram_size")),
         "-Wl,--defsym=TG_FLASH_ORIGIN=0x%08X" % int(board.get("build.flash_origin", 0)),
         "-Wl,--defsym=TG_RAM_ORIGIN=0x%08X" % int(board.get("build.ram_origin", 0x20000000)),
+        "-Wl,--defsym=TG_STACK_SIZE=%d" % int(board.get("build.stack_size", 4096)),
         "-Wl,-Map," + os.path.join("$BUILD_DIR", "firmware.map"),
     ],
     BUILDERS=dict(
