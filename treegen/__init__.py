@@ -9,8 +9,10 @@ from treegen.core.model import Model, load, save
 from treegen.core.tree import Tree
 from treegen.core.version import __version__
 from treegen.learn.estimators import ALGORITHMS, CARTClassifier, EFTIClassifier, make_estimator
+from treegen.learn.estimators import GPClassifier, RFClassifier
 
 __all__ = [
     "__version__", "TreegenError", "Model", "Tree", "load", "save",
     "EFTIClassifier", "CARTClassifier", "ALGORITHMS", "make_estimator",
 ]
+__all__ += ["GPClassifier", "RFClassifier"]
