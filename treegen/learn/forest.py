@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.proba import tree_proba
 from treegen.core.tree import Tree
 
 BASES = ("cart", "efti", "gp")
@@ -99,16 +100,6 @@ def fit_one(t: int, X: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, 
     in_bag = np.zeros(n, dtype=bool)
     in_bag[rows] = True
     return tree, in_bag, time.perf_counter() - t0
-
-
-def tree_proba(tree: Tree, X: np.ndarray) -> np.ndarray:
-    """Leaf class frequencies of one tree for every row (a leaf without training rows: one-hot of its class)."""
-    leaves = tree.apply(X)
-    counts = tree.class_counts[leaves].astype(np.float64)
-    total = counts.sum(axis=1, keepdims=True)
-    onehot = np.zeros_like(counts)
-    onehot[np.arange(leaves.size), tree.leaf_class[leaves]] = 1.0
-    return np.where(total > 0, counts / np.where(total > 0, total, 1.0), onehot)
 
 
 def forest_proba(trees: list[Tree], X: np.ndarray) -> np.ndarray:
