@@ -88,9 +88,16 @@ def fit_one(t: int, X: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, 
             per_split = k if bagging == "split" and k < A else None
             tree, _ = cart.induce(Xt, ys, n_classes, max_features=per_split, rng=rng, **base_params)
         elif base == "efti":
+            from treegen.learn.estimators import resolve_engine
             from treegen.learn.inducers import efti
 
-            tree, _ = efti.induce(Xt, ys, n_classes, efti.EFTIParams(**base_params), seed=sub_seed)
+            params = efti.EFTIParams(**base_params)
+            if resolve_engine("auto") == "native":       # the C engine: the same tree, faster
+                from treegen.learn import engine as native
+
+                tree, _ = native.induce(Xt, ys, n_classes, params, seed=sub_seed)
+            else:
+                tree, _ = efti.induce(Xt, ys, n_classes, params, seed=sub_seed)
         else:
             from treegen.learn.inducers import gp
 
