@@ -407,10 +407,8 @@ def _resolve_sigma2(est: TreeClassifier, X: np.ndarray, y: np.ndarray, n_classes
     sigma2 = vicinal.check_sigma2(est.vicinity_sigma2)
     if sigma2 != "auto":
         return float(sigma2), {}
-    from treegen.learn.cv import stratified_fold_ids
-
     folds = 3
-    fold_of = stratified_fold_ids(y, folds, np.random.Generator(np.random.PCG64(seed)))
+    fold_of = vicinal.inner_folds(y, folds, seed)
     errors = []
     for cand in vicinal.AUTO_GRID:
         params = {**est.get_params(), "vicinity_sigma2": cand}
@@ -596,7 +594,8 @@ class RFClassifier(TreeClassifier):
         seed = 0 if self.random_state is None else self.random_state
         jobs = Parallel(n_jobs=self.n_jobs)(
             delayed(forest.fit_one)(t, X, y, n_classes, seed=seed, base=self.base, base_params=base_params,
-                                    sample_fraction=float(self.sample_fraction), bagging=bagging, k=k)
+                                    sample_fraction=float(self.sample_fraction), bagging=bagging, k=k,
+                                    engine=resolve_engine("auto") if self.base == "efti" else "python")
             for t in range(int(self.n_trees)))
         trees = [tr for tr, _, _ in jobs]
         in_bag = [b for _, b, _ in jobs]

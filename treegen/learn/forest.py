@@ -66,8 +66,9 @@ def widen(tree: Tree, features: np.ndarray, n_features: int) -> Tree:
 
 
 def fit_one(t: int, X: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, base: str, base_params: dict,
-            sample_fraction: float, bagging: str, k: int) -> tuple[Tree, np.ndarray, float]:
-    """Tree ``t`` of the forest: (tree over all features, in-bag mask, seconds)."""
+            sample_fraction: float, bagging: str, k: int, engine: str = "python") -> tuple[Tree, np.ndarray, float]:
+    """Tree ``t`` of the forest: (tree over all features, in-bag mask, seconds). ``engine``: the EFTI
+    engine of the ``efti`` base (``python`` or ``native``; both give the same tree)."""
     import time
 
     t0 = time.perf_counter()
@@ -88,11 +89,10 @@ def fit_one(t: int, X: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, 
             per_split = k if bagging == "split" and k < A else None
             tree, _ = cart.induce(Xt, ys, n_classes, max_features=per_split, rng=rng, **base_params)
         elif base == "efti":
-            from treegen.learn.estimators import resolve_engine
             from treegen.learn.inducers import efti
 
             params = efti.EFTIParams(**base_params)
-            if resolve_engine("auto") == "native":       # the C engine: the same tree, faster
+            if engine == "native":       # the C engine: the same tree, faster
                 from treegen.learn import engine as native
 
                 tree, _ = native.induce(Xt, ys, n_classes, params, seed=sub_seed)

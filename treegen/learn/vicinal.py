@@ -214,3 +214,19 @@ def vicinal_risk(tree: Tree, X: np.ndarray, y: np.ndarray, sigma) -> float:
 def empirical_risk(tree: Tree, X: np.ndarray, y: np.ndarray) -> float:
     """Fraction of rows the tree misclassifies."""
     return float(np.mean(tree.predict_index(X) != np.asarray(y)))
+
+
+def inner_folds(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Fold index of every row for the inner cross-validation of ``sigma2='auto'``: each class is
+    shuffled (``PCG64(seed)``) and dealt round-robin, continuing where the previous class stopped
+    (the rule of :func:`treegen.learn.cv.stratified_fold_ids`; importing it from the estimators
+    would make an import cycle estimators -> cv -> estimators)."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    y = np.asarray(y)
+    fold_of = np.empty(y.shape[0], dtype=np.int64)
+    start = 0
+    for c in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == c))
+        fold_of[members] = (start + np.arange(members.shape[0])) % folds
+        start = (start + members.shape[0]) % folds
+    return fold_of
