@@ -111,8 +111,17 @@ def main(argv=None) -> int:
     names = args.datasets.split(",")
     algos = args.algos.split(",")
     t0 = time.perf_counter()
-    rows = Parallel(n_jobs=args.jobs)(delayed(run_one)(d, r, a, args.iters)
-                                      for d in names for r in range(args.reps) for a in algos)
+    rows = []
+    done = []
+    for d in names:                      # dataset by dataset: partial results are written as they come
+        rows += Parallel(n_jobs=args.jobs)(delayed(run_one)(d, r, a, args.iters)
+                                           for r in range(args.reps) for a in algos)
+        done.append(d)
+        report(args, argv, algos, done, rows, t0)
+    return 0
+
+
+def report(args, argv, algos, names, rows, t0) -> None:
     by_name = {v[0]: k for k, v in PAPER.items()}
     table, lines = [], []
     head = "| dataset | " + " | ".join(algos) + " | paper C4.5 | paper ERM | paper VRM | nodes (" + ", ".join(algos) + ") |"
@@ -141,14 +150,13 @@ def main(argv=None) -> int:
                      + ", ".join(f"{v:.3f}" for v in fr_paper["mean_ranks"]) + f" (Friedman p = {fr_paper['p_chi2']:.4f})")
     lines.append(f"wall time {time.perf_counter() - t0:.0f} s, command: {cmd}")
     text = "\n".join(lines)
-    print(text)
+    print(text, flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(text + "\n")
     out.with_suffix(".json").write_text(json.dumps({"command": cmd, "iters": args.iters, "reps": args.reps,
                                                     "algos": algos, "datasets": names, "friedman": fr,
                                                     "friedman_paper_columns": fr_paper, "runs": rows}, indent=1))
-    return 0
 
 
 if __name__ == "__main__":
