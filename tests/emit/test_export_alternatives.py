@@ -1,4 +1,4 @@
-"""GP trees and random forests (CART and oblique EFTI bases) export bit-exact: the host-compiled C
+"""GP trees, random forests (CART and oblique EFTI bases) and EFTI trees trained by vicinal risk export bit-exact: the host-compiled C
 == the Python fixed-point model == the float model, on test rows never trained on, random Q15 rows
 and rows at and one LSB either side of every threshold."""
 
@@ -9,7 +9,7 @@ import pytest
 from conftest import load_shared
 from export_models import agreement_rows, build_driver, run_driver
 
-from treegen import GPClassifier, RFClassifier
+from treegen import EFTIClassifier, GPClassifier, RFClassifier
 from treegen.emit.export import export_model, predict_fixed
 from treegen.emit.quantize import quantize_model
 
@@ -20,7 +20,8 @@ def _models():
     gp = GPClassifier(max_iter=60, population_size=20, random_state=2).fit(X[tr], y[tr])
     rf = RFClassifier(n_trees=5, max_depth=6, random_state=2).fit(X[tr], y[tr])
     ob = RFClassifier(n_trees=3, base="efti", max_iter=300, random_state=2).fit(X[tr], y[tr])
-    return {"gp": gp.model_, "rf-cart": rf.model_, "rf-efti": ob.model_}, X[~tr]
+    vr = EFTIClassifier(max_iter=200, risk="vicinal", random_state=2).fit(X[tr], y[tr])
+    return {"gp": gp.model_, "rf-cart": rf.model_, "rf-efti": ob.model_, "efti-vicinal": vr.model_}, X[~tr]
 
 
 MODELS, TEST_ROWS = _models()
