@@ -18,14 +18,15 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from treegen import CARTClassifier, EFTIClassifier
+from treegen import CARTClassifier, EFTIClassifier, RFClassifier
 
-ESTIMATORS = [CARTClassifier(), EFTIClassifier(max_iter=300)]
+ESTIMATORS = [CARTClassifier(), EFTIClassifier(max_iter=300), RFClassifier(n_trees=5)]
 
 # check name -> reason, per estimator class
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     "CARTClassifier": {},
     "EFTIClassifier": {},
+    "RFClassifier": {},
 }
 
 # pandas is not a treegen (test) dependency. Without it, the second half of this check (pandas
