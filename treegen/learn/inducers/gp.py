@@ -4,11 +4,12 @@ The GP of the vicinal-risk paper (shared/seeds/002_*.txt, section 3.2 and Table 
 
 * **Individuals**: binary axis-parallel trees. Internal nodes test ``x_a <= t`` (left when true),
   leaves carry a class. Genomes are pre-order node lists, so a subtree is a contiguous slice.
-  Thresholds are midpoints of the Q15 grid (``(k + 0.5) / 32768``, ``k`` the Q15 value of a
-  training row), so no Q15 input lies on a threshold and the exported C decides exactly as the tree.
+  Thresholds are Q15 half-steps (``(k + 0.5) / 32768``, ``k`` the mean of the Q15 values of two
+  random training rows, rounded down), so no Q15 input lies on a threshold and the exported C
+  decides exactly as the tree.
 * **Initialisation**: ramped half-and-half over depths ``init_min_depth..init_max_depth``, half
   "full" and half "grow" trees per depth (Poli, Langdon & McPhee, *A Field Guide to GP*). A new
-  test takes a random attribute and the value of a random training row on it.
+  test takes a random attribute and a threshold between two random training rows' values on it.
 * **Operators, always applied (PCGA: crossover and mutation probabilities 100 %)**: two parents
   -> point (subtree) crossover -> subtree mutation of each child (a random node replaced by a
   random "grow" subtree) -> node mutation of each child (a leaf gets another class; a test gets a
@@ -174,9 +175,11 @@ class _Ops:
         self.rng = rng
 
     def threshold(self, attr: int) -> float:
-        """Midpoint above the Q15 value of a random training row on ``attr``."""
-        row = int(self.rng.integers(self.prob.n))
-        return (int(self.prob.Xq[row, attr]) + 0.5) / Q15_ONE
+        """Between the values of two random training rows on ``attr``: ``(floor((q_i + q_j) / 2) + 0.5) / 32768``
+        (a Q15 half-step). A threshold next to one row's value would put half of that row's kernel on
+        each side (e.g. any split of a binary attribute), which the vicinal risk punishes."""
+        i, j = (int(v) for v in self.rng.integers(self.prob.n, size=2))
+        return (((int(self.prob.Xq[i, attr]) + int(self.prob.Xq[j, attr])) >> 1) + 0.5) / Q15_ONE
 
     def test(self) -> tuple[int, float]:
         attr = int(self.rng.integers(self.prob.A))
