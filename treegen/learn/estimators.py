@@ -450,7 +450,7 @@ class GPClassifier(TreeClassifier):
     random_state : int or None
         Seed; the same seed gives the same tree.
     callback : callable or None
-        ``callback(iteration, risk, nodes_or_leaves, accuracy)`` every 256 iterations.
+        ``callback(iteration, risk, leaves, accuracy)`` of the lowest-risk member every 256 iterations.
 
     Attributes
     ----------

@@ -288,7 +288,8 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: GPParams | None
     n_classes : int
     params : :class:`GPParams`
     seed : int
-    callback : ``callback(iteration, risk, leaves, accuracy)`` every 256 iterations and at the end.
+    callback : ``callback(iteration, risk, leaves, training accuracy)`` of the lowest-risk member,
+        every 256 iterations and at the end.
 
     Returns
     -------
@@ -336,7 +337,8 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: GPParams | None
             ranks = pareto_ranks(F)
         if callback and (it + 1) % 256 == 0:
             best = int(np.lexsort((F[:, 1], F[:, 0]))[0])
-            callback(it + 1, float(F[best, 0]), (len(pop[best]) + 1) // 2, float("nan"))
+            t = to_tree(pop[best], prob.A, prob.C)
+            callback(it + 1, float(F[best, 0]), t.n_leaves, float(np.mean(t.predict_index(X) == y)))
     front = np.flatnonzero(ranks == 0)
     best = int(front[np.lexsort((F[front, 1], F[front, 0]))[0]])
     g = pop[best]
