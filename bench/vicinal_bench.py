@@ -107,10 +107,20 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", default=",".join(v[0] for v in PAPER.values()))
     ap.add_argument("--algos", default="gp-vicinal,gp-empirical,cart")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "vicinal_bench"))
+    ap.add_argument("--combine", help="comma-separated JSON results of earlier runs (same --iters/--reps): "
+                                      "report them together (one table, one Friedman test), run nothing")
     args = ap.parse_args(argv)
     names = args.datasets.split(",")
     algos = args.algos.split(",")
     t0 = time.perf_counter()
+    if args.combine:
+        rows, names = [], []
+        for path in args.combine.split(","):
+            part = json.loads(Path(path).read_text())
+            rows += part["runs"]
+            names += [d for d in part["datasets"] if d not in names]
+        report(args, argv, algos, names, rows, t0)
+        return 0
     rows = []
     done = []
     for d in names:                      # dataset by dataset: partial results are written as they come
