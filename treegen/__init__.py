@@ -9,10 +9,11 @@ from treegen.core.model import Model, load, save
 from treegen.core.tree import Tree
 from treegen.core.version import __version__
 from treegen.learn.estimators import (ALGORITHMS, CARTClassifier, DECARTClassifier, DEID3Classifier,
-                                      DEPDTClassifier, EFTIClassifier, ID3Classifier, make_estimator)
+                                      DEPDTClassifier, EFTIClassifier, GPClassifier, ID3Classifier, RFClassifier,
+                                      make_estimator)
 
 __all__ = [
     "__version__", "TreegenError", "Model", "Tree", "load", "save",
     "EFTIClassifier", "CARTClassifier", "ALGORITHMS", "make_estimator",
-    "DEPDTClassifier", "DECARTClassifier", "DEID3Classifier", "ID3Classifier",
+    "DEPDTClassifier", "DECARTClassifier", "DEID3Classifier", "ID3Classifier", "GPClassifier", "RFClassifier",
 ]

@@ -18,12 +18,12 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from treegen import CARTClassifier, DECARTClassifier, DEPDTClassifier, EFTIClassifier, ID3Classifier
+from treegen import CARTClassifier, DECARTClassifier, DEPDTClassifier, EFTIClassifier, ID3Classifier, RFClassifier
 
 # the alternative inducers with small budgets (DE-ID3 is DE-CART's code with the entropy criterion)
 ESTIMATORS = [CARTClassifier(), EFTIClassifier(max_iter=300),
               DEPDTClassifier(population=10, generations=60, height=3), DECARTClassifier(population=8, generations=10),
-              ID3Classifier()]
+              ID3Classifier(), RFClassifier(n_trees=5)]
 
 # check name -> reason, per estimator class
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
@@ -32,6 +32,7 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     "DEPDTClassifier": {},
     "DECARTClassifier": {},
     "ID3Classifier": {},
+    "RFClassifier": {},
 }
 
 # pandas is not a treegen (test) dependency. Without it, the second half of this check (pandas

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.cli.common import int_at_least, int_range, job_count, nonneg_float, params_text, pct, table
+from treegen.cli.common import int_at_least, int_range, job_count, nonneg_float, params_text, pct, positive_float, table
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import classification_report
@@ -46,7 +46,54 @@ ALGO_OPTIONS = {
     "categorical": ("--categorical", "categorical"),
     "pruning": ("--pruning", "pruning"),
     "confidence": ("--confidence", "confidence"),
+    # gp / vicinal risk / random forests
+    "risk": ("--risk", "risk"),
+    "vicinity_sigma2": ("--vicinity-sigma2", "vicinity_sigma2"),
+    "n_trees": ("--n-trees", "n_trees"),
+    "base": ("--base", "base"),
+    "max_features": ("--max-features", "max_features"),
+    "feature_bagging": ("--feature-bagging", "feature_bagging"),
+    "sample_fraction": ("--sample-fraction", "sample_fraction"),
 }
+
+
+def _sigma2_value(text: str):
+    """``--vicinity-sigma2``: a number > 0 or ``auto``."""
+    if text == "auto":
+        return text
+    return positive_float(text)
+
+
+def _max_features_value(text: str):
+    """``--max-features``: sqrt, log2, all, or an integer >= 1."""
+    if text in ("sqrt", "log2", "all"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"sqrt, log2, all or an integer expected, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _add_forest_options(g) -> None:
+    """Options of gp (vicinal risk) and rf; added to the algorithm option group."""
+    g.add_argument("--risk", choices=("empirical", "vicinal"),
+                   help="gp, efti: training risk (vicinal = Gaussian-kernel probability of misclassification; "
+                        "gp default vicinal, efti default empirical)")
+    g.add_argument("--vicinity-sigma2", type=_sigma2_value, metavar="S|auto",
+                   help="gp, efti --risk vicinal: kernel variance per attribute variance (default 0.1); "
+                        "auto = 3-fold inner cross-validation")
+    g.add_argument("--n-trees", type=int_at_least(1, "an integer"), metavar="N", help="rf: number of trees (default 100)")
+    g.add_argument("--base", metavar="LEARNER",
+                   help="rf: base tree learner: cart (default), efti (oblique forest), gp")
+    g.add_argument("--max-features", type=_max_features_value, metavar="sqrt|log2|all|N",
+                   help="rf: features sampled per split or per tree (default sqrt)")
+    g.add_argument("--feature-bagging", choices=("auto", "split", "tree"),
+                   help="rf: sample features per split (cart) or per tree (default auto)")
+    g.add_argument("--sample-fraction", type=positive_float, metavar="F",
+                   help="rf: bootstrap sample size / training rows (default 1.0; the seed's 2/3 = 0.6667)")
 
 
 def _add_algo_options(p: argparse.ArgumentParser) -> None:
@@ -80,6 +127,7 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
         "differential-evolution and ID3 options (de-pdt, de-cart, de-id3, id3; the CART options "
         "--max-depth, --min-samples-leaf and --ccp-alpha apply to de-cart and de-id3 too, "
         "--max-depth and --min-samples-leaf to id3, --oversize-weight and --engine to de-pdt)"))
+    _add_forest_options(g)
     p.add_argument("--seed", type=int_at_least(0, "an integer"), metavar="S", help="random seed (default 0)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -103,7 +151,7 @@ def _add_alternative_options(g) -> None:
     """Options of the DE-PDT, DE-split and ID3 algorithms (defaults shown; see README)."""
     g.add_argument("--population", type=int_at_least(4, "an integer"), metavar="P",
                    help="de-pdt: population size (default 50); de-cart/de-id3: population of each "
-                        "node's threshold DE (default 20)")
+                        "node's threshold DE (default 20); gp: population size (default 100)")
     g.add_argument("--generations", type=int_at_least(0, "an integer"), metavar="G",
                    help="de-pdt: generations (default 2000); de-cart/de-id3: generations of each "
                         "node's threshold DE (default 30)")
@@ -156,6 +204,8 @@ def register(sub) -> None:
     _add_algo_options(p)
     p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--jobs", type=job_count, metavar="J",
+                   help="rf: trees fitted in parallel (joblib n_jobs; -1 = all cores; default 1)")
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("predict", help="predict a label for every row of a CSV file")
@@ -224,6 +274,10 @@ def _device_engine(args, params: dict):
 
 def cmd_fit(args) -> int:
     algo, params = _algo_params(args)
+    if getattr(args, "jobs", None) is not None:
+        if "n_jobs" not in ALGORITHMS[algo]._param_names():
+            raise TreegenError(f"option --jobs does not apply to --algo {algo}")
+        params["n_jobs"] = args.jobs
     check_output(args.output, "model file")
     check_output(args.json, "JSON file")
     ds, classes = _load_training(args)
@@ -269,8 +323,17 @@ def cmd_fit(args) -> int:
           f"{classes.shape[0]} classes)")
     print(f"algorithm       {algo}  ({params_text(shown)})")
     print(f"train accuracy  {train_acc:.2f} %")
-    print(f"leaves          {tree.n_leaves}")
-    print(f"depth           {tree.depth}")
+    if len(model.trees) > 1:
+        print(f"trees           {len(model.trees)}")
+        print(f"leaves          {sum(t.n_leaves for t in model.trees)} in total")
+        print(f"depth           {max(t.depth for t in model.trees)} (deepest tree)")
+    else:
+        print(f"leaves          {tree.n_leaves}")
+        print(f"depth           {tree.depth}")
+    if hasattr(est, "oob_score_"):
+        print(f"oob accuracy    {pct(est.oob_score_):.2f} %")
+    if "training_risk" in est.fit_info_:
+        print(f"training risk   {est.fit_info_['training_risk']:.4f} ({est.fit_info_['risk']})")
     print(f"time            {seconds:.3f} s")
     print(f"model           {args.output}")
     write_json(args.json, {
@@ -310,11 +373,14 @@ def cmd_eval(args) -> int:
     if ds.labels.shape[0] == 0:
         raise DataError(f"{args.data} has no label column ({model.n_features} columns = the model's features); "
                         "eval needs the true labels")
+    t0 = time.perf_counter()
     pred = model.predict(ds.X)
+    predict_seconds = time.perf_counter() - t0
     known = set(model.classes)
     extra = sorted({v for v in ds.labels.tolist() if v not in known}, key=lambda v: (isinstance(v, str), str(v)))
     labels = list(model.classes) + extra
     rep = classification_report(ds.labels, pred, labels=labels)
+    auc = _eval_auc(model, ds)
 
     names = [str(c) for c in labels]
     print(f"model     {args.model}")
@@ -337,13 +403,47 @@ def cmd_eval(args) -> int:
         avg = rep[key]
         rows.append([name, f"{avg['precision']:.4f}", f"{avg['recall']:.4f}", f"{avg['f1']:.4f}", str(rep["n"])])
     print(table(rows))
+    # the metrics table of the random-forest seed (shared/seeds/003): one line per figure
+    train_seconds = model.metadata.get("train_seconds")
+    macro = rep["macro_avg"]
+    rows = [["metric", "value"],
+            ["accuracy", f"{rep['accuracy']:.4f}"],
+            ["precision (macro)", f"{macro['precision']:.4f}"],
+            ["recall (macro)", f"{macro['recall']:.4f}"],
+            ["f1 (macro)", f"{macro['f1']:.4f}"],
+            ["roc auc" + (" (one-vs-rest, macro)" if len(model.classes) > 2 else ""),
+             "n/a" if auc is None or auc["auc"] is None else f"{auc['auc']:.4f}"],
+            ["training time", "n/a" if train_seconds is None else f"{float(train_seconds):.3f} s"],
+            ["prediction time", f"{predict_seconds:.4f} s ({1e6 * predict_seconds / max(1, ds.n_rows):.2f} us/row)"]]
+    print()
+    print(table(rows))
     write_json(args.json, {
         "command": "eval", "model": str(args.model), "dataset": Path(args.data).name, "n_rows": ds.n_rows,
         "accuracy": pct(rep["accuracy"]), "correct": rep["correct"], "classes": labels,
         "confusion_matrix": rep["confusion_matrix"], "per_class": rep["per_class"],
         "macro_avg": rep["macro_avg"], "weighted_avg": rep["weighted_avg"],
+        "roc_auc": None if auc is None else auc["auc"],
+        "roc_auc_per_class": None if auc is None else auc["per_class"],
+        "train_seconds": train_seconds, "predict_seconds": predict_seconds,
     })
     return 0
+
+
+def _eval_auc(model, ds) -> dict | None:
+    """ROC AUC (one-vs-rest for more than two classes) of the model's leaf-frequency probabilities on
+    the rows whose label the model knows; None when the model has no class counts or the rows do not
+    hold two of its classes."""
+    from treegen.core import proba
+    from treegen.core.metrics import roc_auc_ovr
+
+    if not proba.has_counts(model):
+        return None
+    index = {c: i for i, c in enumerate(model.classes)}
+    y = np.array([index.get(v, -1) for v in ds.labels.tolist()], dtype=np.int64)
+    keep = y >= 0
+    if np.unique(y[keep]).size < 2:
+        return None
+    return roc_auc_ovr(y[keep], proba.predict_proba(model, ds.X[keep]))
 
 
 def cmd_cv(args) -> int:

@@ -204,3 +204,55 @@ def summary(values: Iterable[float]) -> dict:
     """``{"mean": ..., "ci95": ...}`` of a sample (see :func:`mean_ci95`)."""
     mean, ci = mean_ci95(values)
     return {"mean": mean, "ci95": ci}
+
+
+# ---------------------------------------------------------------------- ROC AUC
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``x``, ties sharing their average rank."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], xs.size]
+    avg = (starts + ends + 1) / 2.0            # mean of the 1-based ranks starts+1..ends
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat(avg, ends - starts)
+    return ranks
+
+
+def roc_auc_binary(positive, score) -> float:
+    """Area under the ROC curve: the probability that a random positive row scores above a random
+    negative one (ties count 1/2), by the Mann-Whitney rank sum. Needs both kinds of rows."""
+    pos = np.asarray(positive, dtype=bool)
+    s = np.asarray(score, dtype=np.float64)
+    if pos.shape != s.shape or pos.ndim != 1:
+        raise TreegenError(f"roc auc: {pos.shape} labels but {s.shape} scores")
+    n_pos = int(pos.sum())
+    n_neg = pos.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        raise TreegenError("roc auc needs positive and negative rows")
+    r = _average_ranks(s)
+    return float((r[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def roc_auc_ovr(y_true, proba) -> dict:
+    """ROC AUC of class probabilities (``proba[:, k]`` = P(class index k); ``y_true`` = class indices).
+
+    Two classes: the AUC of column 1 (scikit-learn's binary ``roc_auc_score(y, proba[:, 1])``).
+    More classes: one-vs-rest AUC per class and their unweighted mean (scikit-learn's
+    ``multi_class='ovr', average='macro'``); a class with no row or only rows (AUC undefined) is
+    left out of the mean and listed as ``None``.
+    Returns ``{"auc": float or None, "per_class": [float or None, ...]}``.
+    """
+    y = np.asarray(y_true, dtype=np.int64)
+    P = np.asarray(proba, dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] != y.shape[0]:
+        raise TreegenError(f"roc auc: probabilities of shape {P.shape} for {y.shape[0]} rows")
+    k = P.shape[1]
+    per_class = []
+    for c in range(k):
+        pos = y == c
+        per_class.append(roc_auc_binary(pos, P[:, c]) if 0 < pos.sum() < y.size else None)
+    if k == 2:
+        return {"auc": per_class[1], "per_class": per_class}
+    defined = [v for v in per_class if v is not None]
+    return {"auc": float(np.mean(defined)) if defined else None, "per_class": per_class}

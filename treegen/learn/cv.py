@@ -90,9 +90,10 @@ def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray
     seconds = time.perf_counter() - t0
     pred = np.asarray(est.predict(X[test]))
     acc = 100.0 * float(np.mean(pred == y[test]))
-    tree = est.tree_
+    trees = est.model_.trees          # an ensemble counts the leaves of all its trees, its deepest tree
     return {
-        "repeat": repeat, "fold": fold, "accuracy": acc, "leaves": int(tree.n_leaves), "depth": int(tree.depth),
+        "repeat": repeat, "fold": fold, "accuracy": acc, "leaves": int(sum(t.n_leaves for t in trees)),
+        "depth": int(max(t.depth for t in trees)),
         "train_seconds": seconds, "seed": seed, "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
     }
 

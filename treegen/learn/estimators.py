@@ -282,6 +282,14 @@ class EFTIClassifier(TreeClassifier):
         Seed; the same seed gives the same tree.
     callback : callable or None
         ``callback(iteration, fitness, leaves, accuracy)`` after every accepted improvement.
+    risk : {'empirical', 'vicinal'}
+        What the fitness rewards: correctly classified rows (EFTI) or each row's probability of
+        being classified correctly under a Gaussian kernel (vicinal risk, Cao & Rockett 2015; see
+        :mod:`treegen.learn.vicinal`); the size penalty is kept. ``vicinal`` runs on the Python
+        engine (``engine='native'`` refuses it).
+    vicinity_sigma2 : float or 'auto'
+        Kernel variance per attribute variance (default 0.1, the paper's); ``'auto'`` chooses it
+        from (0.001, 0.01, 0.1, 1) by 3-fold inner cross-validation.
 
     Attributes
     ----------
@@ -301,7 +309,10 @@ class EFTIClassifier(TreeClassifier):
                  search_probability_raise: float = 5e-5, return_to_best_probability: float = 1e-4,
                  max_depth: int = 8, coefficient_mutation_rate: float = 0.0, dipole: str = "global",
                  partial_reclassification: bool = True, engine: str = "auto", scaling: str = "auto",
-                 random_state: int | None = None, callback: Callable | None = None):
+                 random_state: int | None = None, callback: Callable | None = None, risk: str = "empirical",
+                 vicinity_sigma2: float | str = 0.1):
+        self.risk = risk
+        self.vicinity_sigma2 = vicinity_sigma2
         self.max_iter = max_iter
         self.oversize_weight = oversize_weight
         self.missing_weight = missing_weight
@@ -332,6 +343,21 @@ class EFTIClassifier(TreeClassifier):
         seed = 0 if self.random_state is None else self.random_state
         if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
             return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
+        if self.risk != "empirical":
+            from treegen.learn import vicinal
+
+            vicinal.check_risk(self.risk)
+            vicinal.check_sigma2(self.vicinity_sigma2)
+            resolve_engine(self.engine)
+            if self.engine == "native":
+                raise TreegenError("the native EFTI engine does not implement risk='vicinal' "
+                                   "(use engine='python' or 'auto')")
+            sigma2, auto = _resolve_sigma2(self, X, y, n_classes, seed)
+            tree, info = efti.induce(X, y, n_classes, params, seed=seed, callback=self.callback,
+                                     risk=self.risk, vicinity_sigma2=sigma2)
+            info["engine"] = "python"
+            info.update(auto)
+            return tree, info
         engine = resolve_engine(self.engine)
         if engine == "native":
             from treegen.learn import engine as native
@@ -591,6 +617,244 @@ class ID3Classifier(TreeClassifier):
         return id3.induce(X, y, n_classes, params)
 
 
+def _resolve_sigma2(est: TreeClassifier, X: np.ndarray, y: np.ndarray, n_classes: int,
+                    seed: int) -> tuple[float, dict]:
+    """The estimator's ``vicinity_sigma2``; for ``'auto'``, the value of
+    :data:`treegen.learn.vicinal.AUTO_GRID` with the fewest errors in a 3-fold stratified inner
+    cross-validation on the (normalised) training rows (ties -> the smaller value)."""
+    from treegen.learn import vicinal
+
+    sigma2 = vicinal.check_sigma2(est.vicinity_sigma2)
+    if sigma2 != "auto":
+        return float(sigma2), {}
+    folds = 3
+    fold_of = vicinal.inner_folds(y, folds, seed)
+    errors = []
+    for cand in vicinal.AUTO_GRID:
+        params = {**est.get_params(), "vicinity_sigma2": cand}
+        if "callback" in params:
+            params["callback"] = None
+        inner = type(est)(**params)
+        wrong = 0
+        for f in range(folds):
+            tr = fold_of != f
+            if np.unique(y[tr]).size < 2:
+                continue
+            tree, _ = inner._induce(X[tr], y[tr], n_classes)
+            wrong += int(np.sum(tree.predict_index(X[~tr]) != y[~tr]))
+        errors.append(wrong)
+    best = int(np.argmin(errors))
+    return float(vicinal.AUTO_GRID[best]), {
+        "vicinity_sigma2_auto": {"grid": list(vicinal.AUTO_GRID), "inner_cv_errors": errors, "folds": folds}}
+
+
+class GPClassifier(TreeClassifier):
+    """Axis-parallel decision tree by multi-objective genetic programming, trained by vicinal or
+    empirical risk minimisation (Cao & Rockett 2015). See :mod:`treegen.learn.inducers.gp`.
+
+    Parameters
+    ----------
+    max_iter : int
+        Steady-state iterations (one pair of children each; the paper used 200 000 on UCI data).
+    population : int
+        Population (the paper's 100).
+    max_depth : int
+        Static depth limit (the paper's 10).
+    risk : {'vicinal', 'empirical'}
+        The first objective: vicinal risk (VRM) or the training error (ERM); the second is the
+        node count.
+    vicinity_sigma2 : float or 'auto'
+        Kernel variance per attribute variance (the paper's 0.1); ``'auto'`` = 3-fold inner CV
+        over (0.001, 0.01, 0.1, 1).
+    scaling : {'auto', 'q15', 'minmax'}
+    random_state : int or None
+        Seed; the same seed gives the same tree.
+    callback : callable or None
+        ``callback(iteration, risk, leaves, accuracy)`` of the lowest-risk member every 256 iterations.
+
+    Attributes
+    ----------
+    model_, tree_, classes_, n_features_in_, scaling_, fit_info_ : as :class:`EFTIClassifier`
+        ``fit_info_`` holds the training risk, the final front size and the chosen sigma^2.
+    """
+
+    algorithm = "gp"
+
+    def __init__(self, *, max_iter: int = 20_000, population: int = 100, max_depth: int = 10,
+                 risk: str = "vicinal", vicinity_sigma2: float | str = 0.1, scaling: str = "auto",
+                 random_state: int | None = None, callback: Callable | None = None):
+        self.max_iter = max_iter
+        self.population = population
+        self.max_depth = max_depth
+        self.risk = risk
+        self.vicinity_sigma2 = vicinity_sigma2
+        self.scaling = scaling
+        self.random_state = random_state
+        self.callback = callback
+
+    def _induce(self, X, y, n_classes):
+        from treegen.learn import vicinal
+        from treegen.learn.inducers import gp
+
+        vicinal.check_risk(self.risk)
+        seed = 0 if self.random_state is None else self.random_state
+        sigma2, auto = (_resolve_sigma2(self, X, y, n_classes, seed) if self.risk == "vicinal"
+                        else (vicinal.DEFAULT_SIGMA2, {}))
+        params = gp.GPParams(population=self.population, max_iter=self.max_iter,
+                             max_depth=self.max_depth, init_max_depth=min(5, self.max_depth),
+                             risk=self.risk, sigma2=sigma2)
+        tree, info = gp.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
+        info.update(auto)
+        if self.risk == "vicinal":
+            info["vicinity_sigma2"] = sigma2
+        return tree, info
+
+
+class RFClassifier(TreeClassifier):
+    """Random forest of treegen trees: bagging + random feature subsets (see :mod:`treegen.learn.forest`).
+
+    The forest is one model with ``n_trees`` trees (majority vote in the exported C; class
+    probabilities = averaged leaf class frequencies, :meth:`predict_proba`).
+
+    Parameters
+    ----------
+    n_trees : int
+        Number of trees.
+    base : {'cart', 'efti', 'gp'}
+        Base tree learner (``efti`` gives oblique forests; keep its ``max_iter`` short).
+    max_features : {'sqrt', 'log2', 'all'}, int or float
+        Features per split (``feature_bagging='split'``) or per tree (``'tree'``); scikit-learn's
+        default ``sqrt``.
+    feature_bagging : {'auto', 'split', 'tree'}
+        ``auto`` = per split for CART, per tree for the other bases.
+    sample_fraction : float
+        Bootstrap sample size / training rows (1.0 = |T|; the seed's 2/3 = 0.6667).
+    criterion, max_depth, min_samples_leaf : CART options of the base trees.
+    max_iter : int
+        Iterations per tree of the ``efti``/``gp`` bases (default 2000: short runs).
+    oversize_weight : float
+        ``efti`` base: size penalty.
+    n_jobs : int
+        Trees fitted in parallel by joblib (the result does not depend on it).
+    scaling : {'auto', 'q15', 'minmax'}
+    random_state : int or None
+
+    Attributes
+    ----------
+    model_ : Model with ``n_trees`` trees
+    trees_ : list of Tree
+    tree_ : Tree (the first tree)
+    oob_score_ : float
+        Out-of-bag accuracy (rows out of every sample are not scored; NaN if none can be).
+    oob_decision_function_ : ndarray (n_samples, n_classes)
+    classes_, n_features_in_, scaling_, fit_info_
+    """
+
+    algorithm = "rf"
+
+    def __init__(self, *, n_trees: int = 100, base: str = "cart", max_features="sqrt", feature_bagging: str = "auto",
+                 sample_fraction: float = 1.0, criterion: str = "gini", max_depth: int | None = None,
+                 min_samples_leaf: int = 1, max_iter: int = 2000, oversize_weight: float = 0.01, n_jobs: int = 1,
+                 scaling: str = "auto", random_state: int | None = None):
+        self.n_trees = n_trees
+        self.base = base
+        self.max_features = max_features
+        self.feature_bagging = feature_bagging
+        self.sample_fraction = sample_fraction
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_iter = max_iter
+        self.oversize_weight = oversize_weight
+        self.n_jobs = n_jobs
+        self.scaling = scaling
+        self.random_state = random_state
+
+    def _check_forest_params(self, n_features: int) -> tuple[str, int, dict]:
+        from treegen.learn import forest
+
+        n = self.n_trees
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise TreegenError(f"n_trees must be an integer >= 1, got {n!r}")
+        if self.base not in forest.BASES:
+            raise TreegenError(f"base learner {self.base!r} is not a tree learner "
+                               f"(choose from {', '.join(forest.BASES)})")
+        if self.feature_bagging not in forest.BAGGING:
+            raise TreegenError(f"feature_bagging must be one of {', '.join(forest.BAGGING)}, "
+                               f"got {self.feature_bagging!r}")
+        sf = self.sample_fraction
+        if isinstance(sf, bool) or not isinstance(sf, (int, float, np.number)) or not 0 < sf <= 10 or sf != sf:
+            raise TreegenError(f"sample_fraction must be a number in (0, 10], got {sf!r}")
+        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs == 0:
+            raise TreegenError(f"n_jobs must be a non-zero integer, got {self.n_jobs!r}")
+        k = forest.resolve_max_features(self.max_features, n_features)
+        bagging = self.feature_bagging
+        if bagging == "auto":
+            bagging = "split" if self.base == "cart" else "tree"
+        if bagging == "split" and self.base != "cart" and k < n_features:
+            raise TreegenError(f"feature_bagging='split' needs base='cart' (base {self.base!r} can only "
+                               "sample features per tree: feature_bagging='tree')")
+        if self.base == "cart":
+            base_params = {"criterion": self.criterion, "max_depth": self.max_depth,
+                           "min_samples_leaf": self.min_samples_leaf}
+        elif self.base == "efti":
+            base_params = {"max_iter": self.max_iter, "oversize_weight": self.oversize_weight,
+                           **({"max_depth": self.max_depth} if self.max_depth is not None else {})}
+        else:
+            base_params = {"max_iter": self.max_iter,
+                           **({"max_depth": self.max_depth} if self.max_depth is not None else {})}
+        return bagging, k, base_params
+
+    def _induce(self, X, y, n_classes):
+        from joblib import Parallel, delayed
+
+        from treegen.learn import forest
+
+        bagging, k, base_params = self._check_forest_params(X.shape[1])
+        seed = 0 if self.random_state is None else self.random_state
+        jobs = Parallel(n_jobs=self.n_jobs)(
+            delayed(forest.fit_one)(t, X, y, n_classes, seed=seed, base=self.base, base_params=base_params,
+                                    sample_fraction=float(self.sample_fraction), bagging=bagging, k=k,
+                                    engine=resolve_engine("auto") if self.base == "efti" else "python")
+            for t in range(int(self.n_trees)))
+        trees = [tr for tr, _, _ in jobs]
+        in_bag = [b for _, b, _ in jobs]
+        score, decision, scored = forest.oob(trees, in_bag, X, y)
+        self._forest = (trees, score, decision)
+        info = {"n_trees": len(trees), "base": self.base, "feature_bagging": bagging, "max_features": k,
+                "oob_score": score, "oob_rows": scored,
+                "leaves_total": int(sum(t.n_leaves for t in trees)),
+                "tree_seconds": round(float(sum(s for _, _, s in jobs)), 4)}
+        return trees[0], info
+
+    def fit(self, X, y, feature_names: list[str] | None = None) -> "RFClassifier":
+        super().fit(X, y, feature_names=feature_names)
+        trees, score, decision = self._forest
+        del self._forest
+        m = self.model_
+        metadata = dict(m.metadata)
+        self.model_ = Model(trees, m.feature_names, m.classes, m.scaling, metadata)
+        Xn = self.scaling_.transform(_check_X(X))
+        y_idx = np.searchsorted(self.classes_, np.asarray(y).ravel())
+        metadata["train_accuracy"] = float(np.mean(self.model_.predict_index_normalised(Xn) == y_idx))
+        metadata["oob_score"] = score
+        self.trees_ = trees
+        self.oob_score_ = score
+        self.oob_decision_function_ = decision
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities: the trees' leaf class frequencies averaged (columns = ``classes_``)."""
+        from treegen.learn import forest
+
+        self._check_fitted()
+        X = _check_X(X)
+        if X.shape[1] != self.n_features_in_:
+            raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                            f"{self.n_features_in_} features as input")
+        return forest.forest_proba(self.trees_, self.scaling_.transform(X))
+
+
 ALGORITHMS: dict[str, type[TreeClassifier]] = {
     "efti": EFTIClassifier,
     "cart": CARTClassifier,
@@ -598,6 +862,8 @@ ALGORITHMS: dict[str, type[TreeClassifier]] = {
     "de-cart": DECARTClassifier,
     "de-id3": DEID3Classifier,
     "id3": ID3Classifier,
+    "gp": GPClassifier,
+    "rf": RFClassifier,
 }
 
 

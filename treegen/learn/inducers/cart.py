@@ -89,11 +89,15 @@ def _node_impurity(counts: np.ndarray, n: int, criterion: str) -> float:
 
 
 # ---------------------------------------------------------------------------------------- split search
-def _best_split(XT, y, S, counts, msl, criterion, xlogx):
+def _best_split(XT, y, S, counts, msl, criterion, xlogx, feats=None):
     """Best split of the node whose samples, sorted along feature ``f``, are ``S[f]``.
 
+    ``feats``: only these features (sorted indices) are searched (random forests); ``None`` = all.
     Returns ``(feature, threshold, n_left)`` or ``None`` when no valid split exists.
     """
+    if feats is not None:
+        split = _best_split(XT[feats], y, S[feats], counts, msl, criterion, xlogx) if feats.size else None
+        return None if split is None else (int(feats[split[0]]), split[1], split[2])
     A, n = S.shape
     lo, hi = msl, n - msl  # admissible sizes of the left child
     if lo > hi:
@@ -143,8 +147,12 @@ def _best_split(XT, y, S, counts, msl, criterion, xlogx):
 
 
 # ---------------------------------------------------------------------------------------- growing
-def _grow(X, y, n_classes, criterion, max_depth, min_samples_split, min_samples_leaf):
-    """Grow the full tree; node ids are in pre-order. Returns a dict of per-node arrays."""
+def _grow(X, y, n_classes, criterion, max_depth, min_samples_split, min_samples_leaf, max_features=None, rng=None):
+    """Grow the full tree; node ids are in pre-order. Returns a dict of per-node arrays.
+
+    ``max_features`` (random forests): each node searches a random subset of that many features
+    drawn by ``rng`` (a ``numpy.random.Generator``); as in scikit-learn, when none of them has a
+    valid split, further random features are searched until one has (or all were tried)."""
     N, A = X.shape
     XT = np.ascontiguousarray(X.T)
     xlogx = None
@@ -180,7 +188,16 @@ def _grow(X, y, n_classes, criterion, max_depth, min_samples_split, min_samples_
         depth_l.append(depth)
         if depth >= depth_limit or n < min_split or counts.max() == n:
             continue
-        split = _best_split(XT, y, S, counts, min_samples_leaf, criterion, xlogx)
+        if max_features is not None and max_features < A:
+            order = rng.permutation(A)
+            split = None
+            for start in range(0, A, max_features):
+                split = _best_split(XT, y, S, counts, min_samples_leaf, criterion, xlogx,
+                                    np.sort(order[start:start + max_features]))
+                if split is not None:
+                    break
+        else:
+            split = _best_split(XT, y, S, counts, min_samples_leaf, criterion, xlogx)
         if split is None:
             continue
         f, thr, n_left = split
@@ -300,7 +317,8 @@ def _to_tree(g: dict, collapsed: np.ndarray | None) -> Tree:
 
 def induce(X, y, n_classes, *, criterion: str = "gini", max_depth: int | None = None,
            min_samples_split: int = 2, min_samples_leaf: int = 1,
-           ccp_alpha: float = 0.0) -> tuple[Tree, dict]:
+           ccp_alpha: float = 0.0, max_features: int | None = None,
+           rng: np.random.Generator | None = None) -> tuple[Tree, dict]:
     """Induce a CART classification tree.
 
     Parameters
@@ -316,6 +334,10 @@ def induce(X, y, n_classes, *, criterion: str = "gini", max_depth: int | None = 
     min_samples_leaf : int >= 1
     ccp_alpha : float >= 0
         Minimal cost-complexity pruning parameter (scikit-learn's definition); 0 = no pruning.
+    max_features : int >= 1 or None
+        Features searched per node, drawn at random by ``rng`` (random forests); None = all.
+    rng : numpy.random.Generator
+        Required with ``max_features``.
 
     Returns
     -------
@@ -326,7 +348,12 @@ def induce(X, y, n_classes, *, criterion: str = "gini", max_depth: int | None = 
     """
     _check_params(criterion, max_depth, min_samples_split, min_samples_leaf, ccp_alpha)
     X, y, n_classes = _check_data(X, y, n_classes)
-    g = _grow(X, y, n_classes, criterion, max_depth, min_samples_split, min_samples_leaf)
+    if max_features is not None:
+        if not _is_int(max_features) or max_features < 1:
+            raise TreegenError(f"max_features must be an integer >= 1 or None, got {max_features!r}")
+        if rng is None:
+            raise TreegenError("max_features needs a random generator (rng)")
+    g = _grow(X, y, n_classes, criterion, max_depth, min_samples_split, min_samples_leaf, max_features, rng)
     collapsed = None
     if ccp_alpha > 0:
         _, _, collapsed = _prune(g, float(ccp_alpha))

@@ -71,6 +71,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.rng import Pcg32, prob_u32
 from treegen.core.tree import LEAF, Tree
+from treegen.learn import vicinal
 
 W_ONE = 1 << 15            # weight / input unit (Q15)
 W_MAX = W_ONE - 1          # saturation of weights
@@ -79,6 +80,7 @@ FIT_ONE = 1 << 16          # fixed-point one of the fitness factor tables
 EXP_STEPS = 1024           # resolution of the search-probability table (relative fitness loss)
 MAX_COEF_MUTATIONS = 64    # cap of coefficient mutations per iteration (static buffer in C)
 CALLBACK_INTERVAL = 1024
+VICINAL_ONE = 1 << 16      # unit of the vicinal "hits" (probability mass of correct classification)
 DELTA_ON_DEPTH = 3
 DELTA_OFF_DEPTH = 1
 
@@ -203,6 +205,8 @@ class Evolver:
         self.tables = FitnessTables(params, self.C)
         self.partial = False
         self.stats = {"rerouted": 0, "evaluations": 0}
+        self.vicinal_sigma = None     # per-attribute kernel widths when the fitness uses the vicinal risk
+        self.X01 = self.X / W_ONE
         self._structure()
 
     # ------------------------------------------------------------------ node pool
@@ -323,7 +327,35 @@ class Evolver:
         dom = per_leaf.argmax(axis=1)
         hits = int(per_leaf.max(axis=1).sum())
         present = len(set(dom.tolist())) if self.p.missing_weight else self.C
+        if self.vicinal_sigma is not None:
+            # vicinal risk replaces accuracy: "hits" = sum of the rows' probabilities of being
+            # classified correctly, in units of 2**-16 (an integer, as the rest of the fitness)
+            correct = self.n - float(np.sum(vicinal.vicinal_losses(self._current_tree(dom), self.X01, self.y,
+                                                                    self.vicinal_sigma)))
+            return self.tables.fitness(round(correct * VICINAL_ONE), len(self.leaves), present), hits, dom
         return self.tables.fitness(hits, len(self.leaves), present), hits, dom
+
+    def _current_tree(self, dom: np.ndarray) -> Tree:
+        """The current (possibly mutated, in place) individual as a Tree with leaf classes ``dom``."""
+        order: list[int] = []
+        stack = [self.root]
+        L, R = self.L, self.R
+        while stack:
+            k = stack.pop()
+            order.append(k)
+            if L[k] != LEAF:
+                stack.append(int(R[k]))
+                stack.append(int(L[k]))
+        index = np.full(self.cap, LEAF, dtype=np.int64)
+        index[order] = np.arange(len(order))
+        o = np.array(order, dtype=np.int64)
+        internal = L[o] != LEAF
+        left = np.where(internal, index[np.maximum(L[o], 0)], LEAF)
+        right = np.where(internal, index[np.maximum(R[o], 0)], LEAF)
+        leaf_class = np.zeros(o.size, dtype=np.int64)
+        leaf_class[index[self.leaves_arr]] = dom
+        return Tree(self.W[o] / W_ONE, self.T[o] / T_ONE, left, right, leaf_class,
+                    np.zeros((o.size, self.C), dtype=np.int64))
 
     def evaluate_current(self) -> None:
         """(Re)compute everything about the current individual from scratch."""
@@ -592,7 +624,8 @@ def check_inputs(X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | None = None, *, seed: int = 0,
-           callback: Callable[[int, float, int, float], None] | None = None) -> tuple[Tree, dict]:
+           callback: Callable[[int, float, int, float], None] | None = None, risk: str = "empirical",
+           vicinity_sigma2: float = vicinal.DEFAULT_SIGMA2) -> tuple[Tree, dict]:
     """Evolve an oblique tree.
 
     Parameters
@@ -604,19 +637,29 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     seed : PRNG seed; the same seed and data give the same tree.
     callback : ``callback(iteration, best_fitness, best_leaves, best_accuracy)``, called on every
         improvement of the best tree, every 1024 iterations, and once at the end.
+    risk : ``'empirical'`` (the fitness counts correctly classified rows) or ``'vicinal'`` (it counts
+        each row's probability of being classified correctly under a Gaussian kernel of variance
+        ``vicinity_sigma2`` per attribute variance, :mod:`treegen.learn.vicinal`; the size and
+        missing-class factors are kept). The vicinal fitness is ``round(65536 * sum_i (1 - loss_i))
+        * PEN * MISS``, an integer like the empirical one.
 
     Returns
     -------
     tree, info : the best tree found, and ``{"fitness", "iterations", "elapsed_s", ...}``.
     """
     params = (params or EFTIParams()).validate()
+    vicinal.check_risk(risk)
     X, Xq, y = check_inputs(X, y)
     t0 = time.perf_counter()
     ev = Evolver(Xq, y, n_classes, params, seed)
+    unit = 1
+    if risk == "vicinal":
+        ev.vicinal_sigma = vicinal.kernel_sigma(X, vicinity_sigma2)
+        unit = VICINAL_ONE
     ev.init_root()
     ev.evaluate_current()
     best = ev.snapshot()
-    fit_scale = ev.n * float(1 << 32)
+    fit_scale = ev.n * float(1 << 32) * unit
     stagnation = 0
     searching = False
     rng = ev.rng
@@ -665,6 +708,11 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     tree = ev.to_tree(best, X)
     elapsed = time.perf_counter() - t0
     info = fit_info(best.fit, ev.n, params.max_iter, elapsed, params, ev.stats["rerouted"], ev.stats["evaluations"])
+    if risk == "vicinal":
+        info["fitness"] = best.fit / fit_scale
+        info["risk"] = "vicinal"
+        info["vicinity_sigma2"] = float(vicinity_sigma2)
+        info["training_vicinal_risk"] = vicinal.vicinal_risk(tree, X, y, ev.vicinal_sigma)
     return tree, info
 
 

@@ -1,0 +1,106 @@
+"""Random forests (RFClassifier, treegen.learn.forest): OOB bookkeeping, feature sampling,
+probabilities, determinism, oblique (EFTI) forests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import load_shared
+
+from treegen import RFClassifier
+from treegen.core.errors import TreegenError
+from treegen.core.proba import tree_proba
+from treegen.learn import forest
+from treegen.learn.inducers import cart
+
+
+@pytest.fixture(scope="module")
+def pid():
+    X, y = load_shared("pid")
+    return X[:300], y[:300]
+
+
+def test_oob_bookkeeping_matches_a_recount(pid):
+    X, y = pid
+    clf = RFClassifier(n_trees=12, random_state=5).fit(X, y)
+    Xn = clf.scaling_.transform(X)
+    yi = np.searchsorted(clf.classes_, y)
+    # redo the bootstrap draws: the same generators give the same in-bag rows
+    acc = np.zeros((X.shape[0], 2))
+    seen = np.zeros(X.shape[0], dtype=int)
+    for t, tree in enumerate(clf.trees_):
+        rows = forest.draw_sample(forest.tree_rng(5, t), X.shape[0], 1.0)
+        out = np.setdiff1d(np.arange(X.shape[0]), rows)
+        acc[out] += tree_proba(tree, Xn[out])
+        seen[out] += 1
+        # the tree's root counts are its bootstrap sample (multiplicities included)
+        assert tree.class_counts[0].tolist() == np.bincount(yi[rows], minlength=2).tolist()
+    scored = seen > 0
+    assert 0.9 * X.shape[0] < scored.sum() <= X.shape[0]        # 12 trees: almost every row is out once
+    expected = np.mean((acc[scored] / seen[scored, None]).argmax(axis=1) == yi[scored])
+    assert clf.oob_score_ == pytest.approx(expected, abs=0)
+    assert np.allclose(clf.oob_decision_function_[scored], acc[scored] / seen[scored, None])
+    assert np.all(np.isnan(clf.oob_decision_function_[~scored]))
+    assert clf.model_.metadata["oob_score"] == clf.oob_score_
+
+
+def test_forest_is_one_model_and_deterministic_across_jobs(pid):
+    X, y = pid
+    a = RFClassifier(n_trees=6, random_state=2, n_jobs=1).fit(X, y)
+    b = RFClassifier(n_trees=6, random_state=2, n_jobs=2).fit(X, y)
+    assert len(a.model_.trees) == 6 and all(s.equals(t) for s, t in zip(a.trees_, b.trees_))
+    assert a.oob_score_ == b.oob_score_
+    P = a.predict_proba(X)
+    assert P.shape == (X.shape[0], 2) and np.allclose(P.sum(axis=1), 1.0)
+    # hard vote of the model (what the C exports) vs soft vote: agree on most rows
+    assert np.mean(a.classes_[P.argmax(axis=1)] == a.predict(X)) > 0.95
+    c = RFClassifier(n_trees=6, random_state=3).fit(X, y)
+    assert not all(s.equals(t) for s, t in zip(a.trees_, c.trees_))
+
+
+def test_max_features_per_split_searches_a_subset():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 32768, (200, 6)) / 32768.0
+    y = (X[:, 0] > 0.5).astype(np.int64)          # only feature 0 is informative
+    full, _ = cart.induce(X, y, 2)
+    assert set(np.flatnonzero(full.weights[0])) == {0}
+    roots = set()
+    for s in range(12):
+        t, _ = cart.induce(X, y, 2, max_features=1, rng=np.random.default_rng(s))
+        roots.add(int(np.flatnonzero(t.weights[0])[0]))
+    assert len(roots) > 1                         # the root often cannot see feature 0
+    with pytest.raises(TreegenError):
+        cart.induce(X, y, 2, max_features=1)      # needs an rng
+
+
+def test_feature_bagging_per_tree_uses_k_features(pid):
+    X, y = pid
+    clf = RFClassifier(n_trees=5, max_features=2, feature_bagging="tree", random_state=1).fit(X, y)
+    for t in clf.trees_:
+        used = np.flatnonzero(np.any(t.weights != 0, axis=0))
+        assert used.size <= 2
+    assert clf.fit_info_["feature_bagging"] == "tree" and clf.fit_info_["max_features"] == 2
+    assert forest.resolve_max_features("sqrt", 8) == 2 and forest.resolve_max_features("log2", 8) == 3
+    assert forest.resolve_max_features(None, 8) == 8 and forest.resolve_max_features(20, 8) == 8
+
+
+def test_oblique_forest_of_efti_trees(pid):
+    X, y = pid
+    clf = RFClassifier(n_trees=3, base="efti", max_iter=300, random_state=1).fit(X, y)
+    assert clf.fit_info_["feature_bagging"] == "tree"
+    assert any(not t.is_axis_parallel() for t in clf.trees_)
+    assert 0.0 <= clf.oob_score_ <= 1.0 and clf.score(X, y) > 0.6
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"n_trees": 0}, "n_trees"),
+    ({"base": "svm"}, "not a tree learner"),
+    ({"base": "rf"}, "not a tree learner"),
+    ({"sample_fraction": 0.0}, "sample_fraction"),
+    ({"max_features": "half"}, "max_features"),
+    ({"base": "efti", "feature_bagging": "split"}, "split"),
+])
+def test_bad_forest_parameters(pid, params, match):
+    X, y = pid
+    with pytest.raises(TreegenError, match=match):
+        RFClassifier(**{"n_trees": 2, **params}).fit(X, y)

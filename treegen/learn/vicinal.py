@@ -1,0 +1,232 @@
+"""Vicinal risk of a decision tree (Cao & Rockett 2015, shared/seeds/002_*.txt).
+
+Each training row ``x_i`` is replaced by a Gaussian kernel centred on it. Probability 1 enters the
+root; every internal node passes ``P(test true)`` to its left child and the rest to its right child.
+The *vicinal loss* of a row is the probability mass that reaches leaves predicting a class other
+than the row's; the *vicinal risk* is the mean loss over the rows. As the kernel width goes to 0
+the vicinal risk becomes the empirical (0/1) risk.
+
+Kernel width
+------------
+``sigma2`` is the kernel variance **in units of each attribute's variance on the training rows**:
+the paper standardised every attribute to unit variance and used ``sigma2 = 0.1``; treegen's trees
+work on features normalised to [0, 1) (:mod:`treegen.core.scaling`), so the kernel standard
+deviation of attribute ``a`` is ``sigma_a = sqrt(sigma2) * std_a`` (:func:`kernel_sigma`), which is
+the paper's kernel on the paper's scale. A constant attribute gets ``sigma_a = 0`` (a hard test).
+
+Nodes (the IR's test is ``w . x <= theta`` -> left)
+----------------------------------------------------
+* **Axis-parallel** (one non-zero weight ``c`` on attribute ``a``): the test is an interval of
+  ``x_a``. As in the paper's refinement (section 3.3, Fig. 4) the lower and upper limits
+  ``(t_l, t_u)`` already applied to ``a`` on the path are tracked, and the mass of the row in the
+  node's region is the product over the attributes tested on the path of
+  ``Phi((t_u - x_a)/sigma_a) - Phi((t_l - x_a)/sigma_a)`` — the exact Gaussian mass of the
+  hyper-rectangle (a node whose threshold lies outside ``(t_l, t_u)`` sends everything one way).
+  For a single split this is the paper's ``Phi((theta - x_a)/sigma)``.
+* **Oblique** (several non-zero weights): ``P(left) = Phi((theta - w.x) / s)`` with
+  ``s = sqrt(sum_a w_a^2 sigma_a^2)`` (``= sigma * ||w||`` for equal widths), multiplied into the
+  mass reaching the node (the half-spaces of different oblique nodes are treated as independent:
+  exact along one direction, an approximation when several oblique tests on a path interact).
+* A node with all-zero weights is a hard test ``0 <= theta``.
+
+Fixed point (how a C engine or a device would compute it)
+---------------------------------------------------------
+The same recursion runs in integers: Q15 inputs, per-attribute ``1/sigma_a`` as a Q16 factor,
+``z = ((t - x) * inv_sigma) >> k`` clamped to +-4 sigma and looked up in a 1024-entry Q16 table of
+``Phi`` (``PHI_Q16[i] = round(65536 * Phi(-4 + 8 i / 1023))``, linear interpolation optional);
+path masses are Q16 integers multiplied with a rounding shift (``(m * p + 2**15) >> 16``); a row's
+loss is the Q16 mass summed over wrong-class leaves and the risk is ``sum_i loss_i`` compared as an
+integer (no division needed to compare two trees on the same rows). :func:`phi_table_q16` builds
+that table; the Python estimators use float64 (this module).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from treegen.core.errors import TreegenError
+from treegen.core.tree import LEAF, Tree
+
+DEFAULT_SIGMA2 = 0.1
+#: grid searched by ``sigma2="auto"`` (inner cross-validation)
+AUTO_GRID = (0.001, 0.01, 0.1, 1.0)
+RISKS = ("empirical", "vicinal")
+
+# Numerical Recipes' erfc (Chebyshev fit), fractional error < 1.2e-7 everywhere
+_ERFC_COEF = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+              0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = _ERFC_COEF[-1]
+    for c in _ERFC_COEF[-2::-1]:
+        poly = poly * t + c
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        r = t * np.exp(-z * z + poly)
+    r = np.where(np.isfinite(z), r, 0.0)
+    return np.where(x >= 0, r, 2.0 - r)
+
+
+def phi(z) -> np.ndarray:
+    """Standard normal CDF (float64, absolute error < 1e-7; ``phi(+-inf)`` = 1 / 0)."""
+    z = np.asarray(z, dtype=np.float64)
+    return 0.5 * _erfc(-z / math.sqrt(2.0))
+
+
+def phi_table_q16(size: int = 1024, span: float = 4.0) -> np.ndarray:
+    """``round(65536 * Phi(z))`` on ``size`` points evenly spaced in ``[-span, span]`` (see module doc)."""
+    z = np.linspace(-span, span, size)
+    return np.rint(65536.0 * phi(z)).astype(np.int64)
+
+
+def check_sigma2(sigma2, *, allow_auto: bool = True):
+    """Validate a kernel variance: a finite number > 0, or ``'auto'``."""
+    if allow_auto and isinstance(sigma2, str) and sigma2 == "auto":
+        return sigma2
+    if isinstance(sigma2, bool) or not isinstance(sigma2, numbers.Real) or not math.isfinite(sigma2) or sigma2 <= 0:
+        raise TreegenError(f"vicinity sigma^2 must be a finite number > 0{' or auto' if allow_auto else ''}, "
+                           f"got {sigma2!r}")
+    return float(sigma2)
+
+
+def check_risk(risk) -> str:
+    if not isinstance(risk, str) or risk not in RISKS:
+        raise TreegenError(f"unknown risk {risk!r} (choose from {', '.join(RISKS)})")
+    return risk
+
+
+def kernel_sigma(X: np.ndarray, sigma2: float) -> np.ndarray:
+    """Per-attribute kernel standard deviation ``sqrt(sigma2) * std_a`` (see module doc)."""
+    X = np.asarray(X, dtype=np.float64)
+    return math.sqrt(check_sigma2(sigma2, allow_auto=False)) * X.std(axis=0)
+
+
+def _interval_mass(x: np.ndarray, lo: float, hi: float, sigma: float) -> np.ndarray:
+    """Gaussian mass of ``lo < X <= hi`` for kernels centred on ``x`` (width ``sigma``; 0 = hard)."""
+    if hi <= lo:
+        return np.zeros_like(x)
+    if sigma <= 0.0:
+        return ((x > lo) & (x <= hi)).astype(np.float64)
+    upper = phi((hi - x) / sigma) if math.isfinite(hi) else 1.0
+    lower = phi((lo - x) / sigma) if math.isfinite(lo) else 0.0
+    return np.clip(upper - lower, 0.0, 1.0)
+
+
+def leaf_masses(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarray]:
+    """Probability mass of every row at every leaf.
+
+    Parameters
+    ----------
+    tree : Tree
+    X : ndarray (n_rows, n_features)
+        Normalised features (the tree's inputs).
+    sigma : float or ndarray (n_features,)
+        Kernel standard deviation per attribute (see :func:`kernel_sigma`); 0 = hard test.
+
+    Returns
+    -------
+    leaves : ndarray (n_leaves,)
+        Leaf node indices (pre-order).
+    mass : ndarray (n_rows, n_leaves)
+        Each row sums to 1 (up to rounding).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != tree.n_features:
+        raise TreegenError(f"expected {tree.n_features} features, got array of shape {X.shape}")
+    sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (tree.n_features,))
+    if np.any(~np.isfinite(sig)) or np.any(sig < 0):
+        raise TreegenError("kernel widths must be finite and >= 0")
+    n = X.shape[0]
+    W, T, L, R = tree.weights, tree.threshold, tree.left, tree.right
+    leaves: list[int] = []
+    columns: list[np.ndarray] = []
+    one = np.ones(n)
+    # stack entries: node, mass from oblique tests, {attr: (lo, hi, factor)} for axis tests
+    stack: list[tuple[int, np.ndarray, dict]] = [(0, one, {})]
+    while stack:
+        node, rest, limits = stack.pop()
+        if L[node] == LEAF:
+            mass = rest
+            for _lo, _hi, factor in limits.values():
+                mass = mass * factor
+            leaves.append(node)
+            columns.append(mass)
+            continue
+        w = W[node]
+        nz = np.flatnonzero(w)
+        left_l, right_l = limits, limits
+        left_rest = right_rest = rest
+        if nz.size == 0:
+            go_left = 0.0 <= T[node]
+            left_rest = rest if go_left else rest * 0.0
+            right_rest = rest * 0.0 if go_left else rest
+        elif nz.size == 1:
+            a = int(nz[0])
+            c = float(w[a])
+            b = float(T[node]) / c
+            lo, hi, _ = limits.get(a, (-math.inf, math.inf, None))
+            if c > 0:   # left: x_a <= b
+                l_int, r_int = (lo, min(hi, b)), (max(lo, b), hi)
+            else:       # left: x_a >= b (equality goes left: x_a == b gives c*x_a == theta)
+                l_int, r_int = (max(lo, b), hi), (lo, min(hi, b))
+            xa = X[:, a]
+            s = float(sig[a])
+            if c < 0:   # the interval test is lo < x <= hi; mirror so that the boundary goes left
+                lm = _interval_mass(-xa, -l_int[1], -l_int[0], s)
+                rm = _interval_mass(-xa, -r_int[1], -r_int[0], s)
+            else:
+                lm = _interval_mass(xa, *l_int, s)
+                rm = _interval_mass(xa, *r_int, s)
+            left_l = {**limits, a: (l_int[0], l_int[1], lm)}
+            right_l = {**limits, a: (r_int[0], r_int[1], rm)}
+        else:
+            proj = X @ w
+            s = math.sqrt(float(np.sum((w * sig) ** 2)))
+            if s > 0:
+                p_left = phi((T[node] - proj) / s)
+            else:
+                p_left = (proj <= T[node]).astype(np.float64)
+            left_rest = rest * p_left
+            right_rest = rest * (1.0 - p_left)
+        stack.append((int(R[node]), right_rest, right_l))
+        stack.append((int(L[node]), left_rest, left_l))
+    return np.array(leaves, dtype=np.int64), np.column_stack(columns)
+
+
+def vicinal_losses(tree: Tree, X: np.ndarray, y: np.ndarray, sigma) -> np.ndarray:
+    """Per-row vicinal loss: mass reaching leaves whose class is not the row's class index ``y``."""
+    y = np.asarray(y, dtype=np.int64)
+    leaves, mass = leaf_masses(tree, X, sigma)
+    wrong = tree.leaf_class[leaves][None, :] != y[:, None]
+    return np.clip(np.sum(mass * wrong, axis=1), 0.0, 1.0)
+
+
+def vicinal_risk(tree: Tree, X: np.ndarray, y: np.ndarray, sigma) -> float:
+    """Mean vicinal loss over the rows (0..1)."""
+    return float(np.mean(vicinal_losses(tree, X, y, sigma)))
+
+
+def empirical_risk(tree: Tree, X: np.ndarray, y: np.ndarray) -> float:
+    """Fraction of rows the tree misclassifies."""
+    return float(np.mean(tree.predict_index(X) != np.asarray(y)))
+
+
+def inner_folds(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Fold index of every row for the inner cross-validation of ``sigma2='auto'``: each class is
+    shuffled (``PCG64(seed)``) and dealt round-robin, continuing where the previous class stopped
+    (the rule of :func:`treegen.learn.cv.stratified_fold_ids`; importing it from the estimators
+    would make an import cycle estimators -> cv -> estimators)."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    y = np.asarray(y)
+    fold_of = np.empty(y.shape[0], dtype=np.int64)
+    start = 0
+    for c in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == c))
+        fold_of[members] = (start + np.arange(members.shape[0])) % folds
+        start = (start + members.shape[0]) % folds
+    return fold_of
