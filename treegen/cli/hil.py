@@ -55,8 +55,8 @@ def register(sub) -> None:
 def cmd_hil(args) -> int:
     from treegen.device import hil
 
-    check_output(args.json, "JSON file")
-    check_output(args.junit, "JUnit file")
+    check_output(args.json, "JSON file", inputs=[args.model, args.data])
+    check_output(args.junit, "JUnit file", inputs=[args.model, args.data, args.json])
     target = get_target(args.target)
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label)

@@ -136,8 +136,8 @@ def _load_training(args) -> tuple:
 # ---------------------------------------------------------------------- commands
 def cmd_fit(args) -> int:
     algo, params = _algo_params(args)
-    check_output(args.output, "model file")
-    check_output(args.json, "JSON file")
+    check_output(args.output, "model file", inputs=[args.data])
+    check_output(args.json, "JSON file", inputs=[args.data, args.output])
     ds, classes = _load_training(args)
     seed = 0 if args.seed is None else args.seed
     est = make_estimator(algo, **params)
@@ -190,7 +190,7 @@ def cmd_fit(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    check_output(args.output, "output file")
+    check_output(args.output, "output file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label)
     pred = model.predict(ds.X)
@@ -209,7 +209,7 @@ def cmd_predict(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    check_output(args.json, "JSON file")
+    check_output(args.json, "JSON file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label)
     if ds.labels.shape[0] == 0:
@@ -253,7 +253,7 @@ def cmd_eval(args) -> int:
 
 def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
-    check_output(args.json, "JSON file")
+    check_output(args.json, "JSON file", inputs=[args.data])
     ds, classes = _load_training(args)
     if args.folds > ds.n_rows:
         raise TreegenError(f"--folds {args.folds} exceeds the number of rows ({ds.n_rows})")
