@@ -161,10 +161,15 @@ def cmd_flash(args) -> int:
         pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         cmd = pio.pio_command() + pio.upload_command(out, port=args.port)[1:]
         print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
+        from treegen.device import processes
         try:
-            rc = subprocess.run(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL).returncode
+            upload = processes.spawn(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL)
         except OSError as exc:
             raise TreegenError(f"cannot run PlatformIO: {exc.strerror or exc}") from None
+        try:
+            rc = processes.wait(upload)
+        finally:
+            processes.stop(upload)
         if rc != 0:
             raise TreegenError(f"pio run -t upload failed (exit {rc}); see PlatformIO's output above")
         return 0
@@ -179,24 +184,21 @@ def cmd_flash(args) -> int:
             raise TreegenError(f"--port must be 1..65535, got {port}")
     elf = _emulated_firmware(model, target, out, args, train=train)
 
-    def _stop(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, _stop)   # SIGTERM too must not leave QEMU running
-    try:
-        with QemuBoard(target, elf, port=port) as board:
-            print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
-            print(f"serial          {board.url}")
-            print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
-                  flush=True)
-            try:
-                rc = board.wait()
-            except KeyboardInterrupt:
-                print("stopped", flush=True)
-                return 0
-            err = " ".join(board.stderr().split())
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    # SIGTERM and SIGHUP raise Interrupted (cli.main): QEMU is stopped and the status is 128 + n;
+    # Ctrl-C is the documented way to stop serving: status 0
+    with QemuBoard(target, elf, port=port) as board:
+        print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
+        print(f"serial          {board.url}")
+        print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
+              flush=True)
+        try:
+            rc = board.wait()
+        except KeyboardInterrupt as exc:
+            if getattr(exc, "signum", signal.SIGINT) != signal.SIGINT:
+                raise
+            print("stopped", flush=True)
+            return 0
+        err = " ".join(board.stderr().split())
     raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
 
 

@@ -37,6 +37,7 @@ from treegen.core import targets as targets_mod
 from treegen.core.errors import TreegenError
 from treegen.core.resources import templates_dir
 from treegen.core.version import __version__
+from treegen.device import processes
 
 PLATFORM_NAME = "treegen-qemu"
 PLATFORM_VERSION = "1.0.0"
@@ -288,8 +289,8 @@ def build(project_dir, *, verbose: bool = False, target=None, timeout: float = 9
     log_path = project / "build.log"
     cmd = pio_command() + ["run", "--project-dir", str(project), "--environment", env]
     try:
-        proc = subprocess.Popen(cmd, cwd=project, env=pio_environ(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace")
+        proc = processes.spawn(cmd, cwd=project, env=pio_environ(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace")
     except OSError as exc:
         raise TreegenError(f"cannot run PlatformIO ({' '.join(cmd[:3])}): {exc.strerror or exc}") from None
     lines = []
@@ -305,13 +306,9 @@ def build(project_dir, *, verbose: bool = False, target=None, timeout: float = 9
                     sys.stderr.flush()
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
         raise TreegenError(f"pio run timed out after {timeout:.0f} s; log: {log_path}") from None
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        processes.stop(proc)        # pio, SCons and any compiler still running in its group
     text = "".join(lines)
     if rc != 0:
         too_big = _too_big_from_log(text, t)
