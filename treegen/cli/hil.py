@@ -45,7 +45,7 @@ def register(sub) -> None:
     g.add_argument("--train", action="store_true",
                    help="instead: build the firmware with the EFTI engine sized for --data, train on the device and "
                         "on the host with the same seed, require identical trees, fitness and PREDICT_TRAINED")
-    g.add_argument("--iters", type=int_at_least(1, "an integer"), default=2000, metavar="N",
+    g.add_argument("--iters", type=int_range(1, (1 << 32) - 1), default=2000, metavar="N",
                    help="--train: EFTI iterations (default 2000)")
     g.add_argument("--seed", type=int_at_least(0, "an integer"), default=1, metavar="S",
                    help="--train: random seed (default 1)")

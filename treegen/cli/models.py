@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.cli.common import int_at_least, job_count, nonneg_float, params_text, pct, table
+from treegen.cli.common import int_at_least, int_range, job_count, nonneg_float, params_text, pct, table
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import classification_report
@@ -23,6 +23,7 @@ from treegen.core.scaling import METHODS as SCALING_METHODS
 from treegen.emit.show import render_dot, render_text
 from treegen.learn.cv import cross_validate
 from treegen.learn.estimators import ALGORITHMS, make_estimator
+from treegen.learn.inducers.efti import MAX_ITER, MAX_SEED
 
 # option dest -> estimator parameter name (applicability is checked against the estimator class)
 ALGO_OPTIONS = {
@@ -44,7 +45,7 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algo", required=True, metavar="{" + ",".join(algos) + "}",
                    help="induction algorithm")
     g = p.add_argument_group("algorithm options (each applies only to some algorithms)")
-    g.add_argument("--max-iter", type=int_at_least(0, "an integer"), metavar="N",
+    g.add_argument("--max-iter", type=int_range(0, MAX_ITER), metavar="N",
                    help="efti: number of evolution iterations")
     g.add_argument("--oversize-weight", type=nonneg_float, metavar="KO",
                    help="efti: weight of the squared relative oversize in the fitness")
@@ -62,7 +63,7 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="cart: minimum training rows in a leaf")
     g.add_argument("--ccp-alpha", type=nonneg_float, metavar="A",
                    help="cart: cost-complexity pruning parameter")
-    p.add_argument("--seed", type=int_at_least(0, "an integer"), metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=int_range(0, MAX_SEED), metavar="S", help="random seed (default 0)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 

@@ -306,7 +306,8 @@ class EFTIClassifier(TreeClassifier):
             coefficient_mutation_rate=self.coefficient_mutation_rate, dipole=self.dipole,
             partial_reclassification=self.partial_reclassification,
         )
-        seed = 0 if self.random_state is None else self.random_state
+        seed = 0 if self.random_state is None else efti.check_seed(self.random_state)
+        params.validate()
         engine = resolve_engine(self.engine)
         if engine == "native":
             from treegen.learn import engine as native
