@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from conftest import run_cli
-from rel_util import DATASETS, env, one_error_line, run
+from rel_util import DATASETS, env, run
 
 IRIS = DATASETS / "irs.csv.gz"
 

@@ -52,4 +52,4 @@ def test_cv_jobs_capped_at_the_cores(toy, capsys):
     cores = len(os.sched_getaffinity(0))
     code, out, err = run_cli(capsys, ["cv", toy, "--algo", "cart", "--folds", "2", "--jobs", "100000", "-q"])
     assert code == 0, err
-    assert f"--jobs 100000 capped at {cores}" in err, err
+    assert f"jobs 100000 capped at {cores}" in err, err

@@ -5,6 +5,7 @@ process it started survives (issue 10, items 2, 5, 7 and 8)."""
 from __future__ import annotations
 
 import gzip
+import os
 import signal
 import subprocess
 import time
@@ -26,17 +27,39 @@ def _comm(pid: int) -> str:
         return ""
 
 
+def _start(tmp_path, *args):
+    """``treegen ARGS`` with stdout/stderr in files (a surviving grandchild holding a pipe open
+    must not block the test)."""
+    n = len(list(tmp_path.glob("*.err")))
+    out = open(tmp_path / f"{n}.out", "wb")
+    err = open(tmp_path / f"{n}.err", "wb")
+    proc = popen(*args, stdout=out, stderr=err)
+    out.close()
+    err.close()
+    proc.err_path = tmp_path / f"{n}.err"
+    return proc
+
+
+def _kill_all(pids) -> None:
+    for k in pids:
+        try:
+            os.kill(k, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def _wait_for_child(proc, names, timeout=60.0) -> list[int]:
     """Descendants of ``proc`` once one of them is called one of ``names``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            out, err = proc.communicate()
-            pytest.fail(f"treegen exited ({proc.returncode}) before starting {names}: {err.decode()[-1500:]}")
+            pytest.fail(f"treegen exited ({proc.returncode}) before starting {names}: "
+                        f"{proc.err_path.read_text()[-1500:]}")
         kids = descendants(proc.pid)
         if any(_comm(k).startswith(tuple(names)) for k in kids):
             return kids
         time.sleep(0.01)
+    _kill_all(descendants(proc.pid))
     proc.kill()
     pytest.fail(f"no {names} child within {timeout} s")
 
@@ -47,20 +70,19 @@ def _stop_and_check(proc, kids, sig, expect_rc, within=5.0) -> str:
     t0 = time.monotonic()
     proc.send_signal(sig)
     try:
-        out, err = proc.communicate(timeout=within + 10)
+        proc.wait(timeout=within + 10)
     except subprocess.TimeoutExpired:
+        _kill_all(sorted(set(kids) | set(descendants(proc.pid))))
         proc.kill()
-        out, err = proc.communicate()
+        proc.wait()
         pytest.fail(f"treegen still running {within + 10:.0f} s after {sig.name}")
     took = time.monotonic() - t0
+    deadline = time.monotonic() + 2.0          # a killed child may take a moment to be reaped
+    while time.monotonic() < deadline and any(alive(k) for k in kids):
+        time.sleep(0.02)
     survivors = [(k, _comm(k)) for k in kids if alive(k)]
-    for k, _ in survivors:            # do not leave them behind even when the test fails
-        try:
-            import os
-            os.kill(k, signal.SIGKILL)
-        except OSError:
-            pass
-    err = err.decode()
+    _kill_all(k for k, _ in survivors)        # do not leave them behind even when the test fails
+    err = proc.err_path.read_text()
     assert not survivors, f"left running after {sig.name}: {survivors}"
     assert proc.returncode == expect_rc, (proc.returncode, err[-1500:])
     assert "Traceback" not in err, err[-3000:]
@@ -89,26 +111,24 @@ def qemu_build(work):
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
-def test_hil_qemu(work, qemu_build, sig):
-    proc = popen("hil", work / "m.json", "--target", "qemu-m4", "--data", work / "mid.csv", "-o", qemu_build, "-q",
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def test_hil_qemu(work, qemu_build, sig, tmp_path):
+    proc = _start(tmp_path, "hil", work / "m.json", "--target", "qemu-m4", "--data", work / "mid.csv", "-o",
+                  qemu_build, "-q")
     kids = _wait_for_child(proc, ["qemu-system-arm"])
     _stop_and_check(proc, kids, sig, 128 + sig)
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
-def test_hil_native(work, sig):
+def test_hil_native(work, sig, tmp_path):
     build = work / "fw-native"
-    proc = popen("hil", work / "m.json", "--target", "native", "--data", work / "big.csv", "-o", build, "-q",
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _start(tmp_path, "hil", work / "m.json", "--target", "native", "--data", work / "big.csv", "-o", build, "-q")
     kids = _wait_for_child(proc, ["tg_", "m_", "harness", "firmware"], timeout=120)
     _stop_and_check(proc, kids, sig, 128 + sig)
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
-def test_flash_qemu(work, qemu_build, sig):
-    proc = popen("flash", work / "m.json", "--target", "qemu-m4", "-o", qemu_build,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def test_flash_qemu(work, qemu_build, sig, tmp_path):
+    proc = _start(tmp_path, "flash", work / "m.json", "--target", "qemu-m4", "-o", qemu_build)
     kids = _wait_for_child(proc, ["qemu-system-arm"])
     _stop_and_check(proc, kids, sig, 0 if sig == signal.SIGINT else 128 + sig)
 
@@ -117,21 +137,21 @@ def test_flash_qemu(work, qemu_build, sig):
 @pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "bar"])
 def test_native_engine_fit(work, tmp_path, sig, quiet):
     """A long native-engine EFTI fit (one C call before the fix) stops within 1 s, writes no model."""
-    out = tmp_path / "m.json"
+    (tmp_path / "o").mkdir()
+    out = tmp_path / "o" / "m.json"
     args = ["fit", work / "irs.csv", "--algo", "efti", "--engine", "native", "--max-iter", "4000000000",
             "-o", out] + (["-q"] if quiet else [])
-    proc = popen(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _start(tmp_path, *args)
     time.sleep(3.0)            # the engine is compiled (cached) and running
-    assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+    assert proc.poll() is None, proc.err_path.read_text()[-2000:]
     _stop_and_check(proc, [], sig, 128 + sig, within=1.0)
-    assert not out.exists()
-    assert [p.name for p in tmp_path.iterdir()] == []
+    assert list((tmp_path / "o").iterdir()) == []      # no model, no temporary file
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
-def test_cv_workers_stop(work, sig):
-    proc = popen("cv", work / "irs.csv", "--algo", "efti", "--engine", "python", "--max-iter", "100000000",
-                 "--folds", "2", "--jobs", "2", "-q", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def test_cv_workers_stop(work, sig, tmp_path):
+    proc = _start(tmp_path, "cv", work / "irs.csv", "--algo", "efti", "--engine", "python", "--max-iter", "100000000",
+                 "--folds", "2", "--jobs", "2", "-q")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(descendants(proc.pid)) < 2:
         time.sleep(0.05)
@@ -142,8 +162,7 @@ def test_cv_workers_stop(work, sig):
 
 def test_interrupted_build_leaves_no_process_and_no_complete_looking_project(work, tmp_path):
     out = tmp_path / "fw"
-    proc = popen("build", work / "m.json", "--target", "qemu-m3", "-o", out,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _start(tmp_path, "build", work / "m.json", "--target", "qemu-m3", "-o", out)
     kids = _wait_for_child(proc, ["pio", "python", "scons", "arm-none-eabi"], timeout=120)
     _stop_and_check(proc, kids, signal.SIGTERM, 128 + signal.SIGTERM, within=10.0)
     assert not (out / ".pio" / "build" / "qemu-m3" / "firmware.elf").exists() or \
