@@ -313,9 +313,10 @@ def test_cli_flash_board_runs_pio_upload(tmp_path, capsys, monkeypatch):
 
     def fake_run(cmd, **kw):
         calls.append((cmd, kw))
-        return subprocess.CompletedProcess(cmd, 0)
+        return 0
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    from treegen.device import processes
+    monkeypatch.setattr(processes, "run", fake_run)      # the upload runs in its own process group
     model_file = tmp_path / "veh.json"
     save(model("efti"), model_file)
     out = tmp_path / "f446"
@@ -328,7 +329,7 @@ def test_cli_flash_board_runs_pio_upload(tmp_path, capsys, monkeypatch):
     assert f"pio run -d {out} -t upload --upload-port /dev/ttyACM0" in capsys.readouterr().out
     assert (out / "src" / "tg_port_arduino.cpp").is_file()
     calls.clear()
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1))
+    monkeypatch.setattr(processes, "run", lambda cmd, **kw: 1)
     assert cli.main(["flash", str(model_file), "--target", "nucleo_f446re", "-o", str(out)]) == 2
     assert "pio run -t upload failed (exit 1)" in capsys.readouterr().err
 

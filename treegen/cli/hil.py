@@ -68,7 +68,12 @@ def cmd_hil(args) -> int:
     print(f"target          {target.name}  ({target.kind}: {target.description})")
     print(f"data            {args.data}  ({ds.n_rows} rows)", flush=True)
     if args.train:
-        return cmd_hil_train(args, model, target, ds, out)
+        if args.port is not None:
+            return cmd_hil_train(args, model, target, ds, out)
+        from treegen.device import buildfolder
+
+        with buildfolder.locked(out):          # build and run: one treegen at a time per build folder
+            return cmd_hil_train(args, model, target, ds, out)
 
     bar = progress_bar(total=ds.n_rows, desc="hil predict", quiet=args.quiet, unit="row")
 

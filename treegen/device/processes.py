@@ -100,4 +100,14 @@ def wait(proc: subprocess.Popen, timeout: float | None = None) -> int:
                 raise
 
 
+def run(cmd, **kwargs) -> int:
+    """Run ``cmd`` to completion in its own process group (stopped, group and all, if interrupted);
+    returns its exit status."""
+    proc = spawn(cmd, **kwargs)
+    try:
+        return wait(proc)
+    finally:
+        stop(proc)
+
+
 atexit.register(stop_all)
