@@ -359,7 +359,8 @@ def test_cli_build_board_with_training(efti_file, tmp_path, capsys, monkeypatch)
 
 def test_cli_flash_board_with_training_uploads(efti_file, tmp_path, capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    from treegen.device import processes
+    monkeypatch.setattr(processes, "run", lambda cmd, **kw: calls.append(cmd) or 0)
     model_file = efti_file
     out = tmp_path / "f446"
     code, text, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", out, "--train",

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import assert_user_error, run_cli
+from conftest import assert_user_error
+from rel_util import popen
 from treegen import EFTIClassifier
 from treegen.core.errors import TreegenError
 
@@ -48,8 +51,18 @@ def test_seed_beyond_64_bits_is_refused(toy, tmp_path, capsys):
         EFTIClassifier(max_iter=10, random_state=2**64 + 1).fit(X[:, :2], X[:, 2])
 
 
-def test_cv_jobs_capped_at_the_cores(toy, capsys):
+def test_cv_jobs_capped_at_the_cores(toy):
+    """Run in its own session and killed as a group whatever happens: before the fix this started
+    one worker per requested job."""
     cores = len(os.sched_getaffinity(0))
-    code, out, err = run_cli(capsys, ["cv", toy, "--algo", "cart", "--folds", "2", "--jobs", "100000", "-q"])
-    assert code == 0, err
-    assert f"jobs 100000 capped at {cores}" in err, err
+    proc = popen("cv", toy, "--algo", "cart", "--folds", "2", "--jobs", "100000", "-q",
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert f"jobs 100000 capped at {cores}" in err.decode(), err.decode()

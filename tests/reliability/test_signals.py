@@ -158,12 +158,3 @@ def test_cv_workers_stop(work, sig, tmp_path):
     kids = descendants(proc.pid)
     assert kids, "cv started no worker processes"
     _stop_and_check(proc, kids, sig, 128 + sig, within=5.0)
-
-
-def test_interrupted_build_leaves_no_process_and_no_complete_looking_project(work, tmp_path):
-    out = tmp_path / "fw"
-    proc = _start(tmp_path, "build", work / "m.json", "--target", "qemu-m3", "-o", out)
-    kids = _wait_for_child(proc, ["pio", "python", "scons", "arm-none-eabi"], timeout=120)
-    _stop_and_check(proc, kids, signal.SIGTERM, 128 + signal.SIGTERM, within=10.0)
-    assert not (out / ".pio" / "build" / "qemu-m3" / "firmware.elf").exists() or \
-        not (out / "platformio.ini").exists(), "an interrupted build left a project that looks complete"
