@@ -51,19 +51,38 @@ def _paths(obj, prefix=()):
     return out
 
 
+def _random_path(d, rng: random.Random) -> tuple:
+    """A random non-empty path into ``d`` (a random descent that stops with probability 1/4 per level)."""
+    path: tuple = ()
+    node = d
+    while True:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node))) if isinstance(node, list) else []
+        if not keys or (path and rng.random() < 0.25):
+            return path if path else (rng.choice(list(d)),)
+        k = rng.choice(keys)
+        path += (k,)
+        node = node[k]
+
+
 def _parent(obj, path):
     for k in path[:-1]:
         obj = obj[k]
     return obj
 
 
+class Nest:
+    """``value`` wrapped in ``depth`` arrays, written by :func:`dumps` as text (no deep Python object)."""
+
+    def __init__(self, value, depth: int):
+        self.value, self.depth = value, depth
+
+
 def mutate(d: dict, rng: random.Random) -> dict:
-    """One to three random mutations of a model dict (a deep copy)."""
-    d = copy.deepcopy(d)
+    """One to three random mutations of a model dict (a copy)."""
+    d = json.loads(json.dumps(d))
     nests = []
     for _ in range(rng.randint(1, 3)):
-        paths = [p for p, _ in _paths(d) if p]
-        path = rng.choice(paths)
+        path = _random_path(d, rng)
         parent = _parent(d, path)
         key = path[-1]
         op = rng.randrange(8)
@@ -86,50 +105,30 @@ def mutate(d: dict, rng: random.Random) -> dict:
                 parent[key], parent[j] = parent[j], parent[key]
             elif isinstance(parent, dict):
                 parent[rng.choice(["extra", key])] = rng.choice(HOSTILE)
-    for parent, key, depth in nests:
+    for i, (parent, key, depth) in enumerate(nests):
         try:
-            deep = parent[key]
+            inner = parent[key]
         except (KeyError, IndexError):
             continue
-        for _ in range(depth):
-            deep = [deep]
-        parent[key] = deep
+        parent[key] = Nest(inner, depth)
     return d
 
 
 def dumps(d) -> str:
-    """JSON text of ``d``; deep nesting written iteratively (json.dumps itself would recurse)."""
-    try:
-        return json.dumps(d)
-    except RecursionError:
-        return _dumps_deep(d)
+    """JSON text of ``d``; :class:`Nest` values written as deeply nested arrays (json.dumps would recurse)."""
+    nests: list[Nest] = []
 
+    def default(obj):
+        if isinstance(obj, Nest):
+            nests.append(obj)
+            return f"@@NEST{len(nests) - 1}@@"
+        raise TypeError(type(obj).__name__)
 
-def _dumps_deep(d) -> str:
-    parts: list[str] = []
-    stack = [("v", d)]
-    while stack:
-        kind, v = stack.pop()
-        if kind == "s":
-            parts.append(v)
-        elif isinstance(v, list):
-            stack.append(("s", "]"))
-            for i, item in reversed(list(enumerate(v))):
-                stack.append(("v", item))
-                if i:
-                    stack.append(("s", ","))
-            stack.append(("s", "["))
-        elif isinstance(v, dict):
-            stack.append(("s", "}"))
-            for i, (k, item) in reversed(list(enumerate(v.items()))):
-                stack.append(("v", item))
-                stack.append(("s", json.dumps(str(k)) + ":"))
-                if i:
-                    stack.append(("s", ","))
-            stack.append(("s", "{"))
-        else:
-            parts.append(json.dumps(v))
-    return "".join(parts)
+    text = json.dumps(d, default=default)
+    for i in reversed(range(len(nests))):
+        n = nests[i]
+        text = text.replace(f'"@@NEST{i}@@"', "[" * n.depth + dumps(n.value) + "]" * n.depth)
+    return text
 
 
 # the cases of the issue, by name: (field path, value)
@@ -162,5 +161,5 @@ def huge_integer_case() -> str:
 def deep_nesting_case() -> str:
     """Threshold list replaced by 100,000 nested arrays."""
     d = small_model().to_dict()
-    d["trees"][0]["threshold"] = "@@"
-    return dumps(d).replace('"@@"', "[" * 100_000 + "]" * 100_000)
+    d["trees"][0]["threshold"] = Nest([], 100_000)
+    return dumps(d)

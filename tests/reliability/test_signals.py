@@ -64,8 +64,8 @@ def _wait_for_child(proc, names, timeout=60.0) -> list[int]:
     pytest.fail(f"no {names} child within {timeout} s")
 
 
-def _stop_and_check(proc, kids, sig, expect_rc, within=5.0) -> str:
-    time.sleep(0.2)                              # let it get going
+def _stop_and_check(proc, kids, sig, expect_rc, within=5.0, settle=0.2) -> str:
+    time.sleep(settle)                           # let it get going
     kids = sorted(set(kids) | set(descendants(proc.pid)))
     t0 = time.monotonic()
     proc.send_signal(sig)
@@ -97,7 +97,7 @@ def work(tmp_path_factory):
     (d / "irs.csv").write_bytes(text)
     run("fit", d / "irs.csv", "--algo", "cart", "-o", d / "m.json").check_returncode()
     rng = np.random.default_rng(0)
-    for n, name in ((300_000, "big.csv"), (6_000, "mid.csv")):
+    for n, name in ((120_000, "big.csv"), (6_000, "mid.csv")):
         X = rng.integers(0, 32768, size=(n, 4))
         np.savetxt(d / name, X, fmt="%d", delimiter=",", header="a0,a1,a2,a3", comments="")
     return d
@@ -123,7 +123,7 @@ def test_hil_native(work, sig, tmp_path):
     build = work / "fw-native"
     proc = _start(tmp_path, "hil", work / "m.json", "--target", "native", "--data", work / "big.csv", "-o", build, "-q")
     kids = _wait_for_child(proc, ["tg_", "m_", "harness", "firmware"], timeout=120)
-    _stop_and_check(proc, kids, sig, 128 + sig)
+    _stop_and_check(proc, kids, sig, 128 + sig, settle=0.02)     # 120,000 rows stream for ~0.5 s
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
@@ -142,7 +142,7 @@ def test_native_engine_fit(work, tmp_path, sig, quiet):
     args = ["fit", work / "irs.csv", "--algo", "efti", "--engine", "native", "--max-iter", "4000000000",
             "-o", out] + (["-q"] if quiet else [])
     proc = _start(tmp_path, *args)
-    time.sleep(3.0)            # the engine is compiled (cached) and running
+    time.sleep(1.5)            # the engine is compiled (cached) and running
     assert proc.poll() is None, proc.err_path.read_text()[-2000:]
     _stop_and_check(proc, [], sig, 128 + sig, within=1.0)
     assert list((tmp_path / "o").iterdir()) == []      # no model, no temporary file
