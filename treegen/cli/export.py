@@ -153,7 +153,8 @@ def cmd_export_train(args) -> int:
             raise TreegenError("--max-rows is needed with a model: how many training rows the device keeps")
     rep = export_train_library(args.output, target, params, max_rows=int(max_rows or 0), n_attr=n_attr or 0,
                                n_classes=n_classes or 0, data=data,
-                               dsp=args.variant, data_source=source.name if model is None else str(args.data))
+                               dsp=args.variant, data_source=source.name if model is None else str(args.data),
+                               force=args.force)
     s, ram = rep.spec, rep.ram
     print(f"source          {what}")
     print(f"target          {target.name}  ({target.core}; {target.ram_kb} KiB RAM, {target.flash_kb} KiB flash)")

@@ -74,7 +74,7 @@ def is_generated(path) -> bool:
             head = fh.read(MARKER_BYTES)
     except OSError:
         return False
-    return MARKER.encode() in head
+    return MARKER.encode() in head.lower()
 
 
 def check_overwrite(paths, *, force: bool = False) -> None:
