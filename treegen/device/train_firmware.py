@@ -325,11 +325,8 @@ def render_engine_files(out_dir, spec: TrainSpec, *, force: bool = False) -> lis
 
 def render_train_sources(out_dir, spec: TrainSpec) -> list[Path]:
     """Everything the harness needs for on-device training: the engine files and tg_train.h/.c."""
-    names = ["tg_efti.h", "tg_efti.c", "tg_efti_config.h", "tg_efti_config.c", "main.c",
-             *(DATA_FILES if spec.flash_x is not None else ())]
-    check_overwrite([Path(out_dir) / n for n in names], force=force)   # refuse before writing anything
     out = prepare_out_dir(out_dir)
-    files = render_engine_files(out, spec, force=force)
+    files = render_engine_files(out, spec)
     ctx = {"version": __version__, "buffer_rows": spec.buffer_rows, "flash_rows": spec.flash_rows,
            "dsp": spec.dsp}
     for name in ("tg_train.h", "tg_train.c"):
