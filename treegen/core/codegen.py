@@ -97,7 +97,7 @@ def check_overwrite(paths, *, force: bool = False) -> None:
 def write_generated(path: Path, text: str, *, force: bool = False) -> Path:
     """Write one generated file (UTF-8, LF line ends) atomically; one-line error if it cannot be written
     or if it would replace a file treegen did not generate (unless ``force``)."""
-    from treegen.core.output import atomic_write
+    from treegen.core.atomic import atomic_write
 
     check_overwrite([path], force=force)
     try:

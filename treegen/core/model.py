@@ -26,13 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
+from treegen.core.atomic import atomic_write
 from treegen.core.errors import ModelFileError, TreegenError
 from treegen.core.scaling import InputScaling
-from treegen.core.schema import check_model_dict
+from treegen.core.schema import FORMAT, FORMAT_VERSION, check_model_dict
 from treegen.core.tree import Tree
 
-FORMAT = "treegen-model"
-FORMAT_VERSION = 1
 
 
 @dataclass(eq=False)
@@ -166,10 +165,11 @@ def plain(obj):
 
 def save(model: Model, path: str | Path) -> Path:
     """Write ``model`` to ``path`` atomically (a temporary file in the same folder, then a rename)."""
-    from treegen.core.output import write_text
-
     path = Path(path)
-    write_text(str(path), model.to_json() + "\n", "model file")
+    try:
+        atomic_write(path, (model.to_json() + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise TreegenError(f"cannot write model file {path}: {exc.strerror or exc}") from None
     return path
 
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 from pathlib import Path
 
+from treegen.core.atomic import atomic_write
 from treegen.core.errors import TreegenError
 from treegen.core.model import plain
 
@@ -46,44 +45,6 @@ def check_output(path: str | None, what: str, *, inputs=()) -> None:
         raise TreegenError(f"cannot write {what} {p}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise TreegenError(f"cannot write {what} {p}: permission denied")
-
-
-def atomic_write(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
-
-    A path that exists and is not a regular file (``/dev/stdout``, a FIFO) is written directly.
-    The new file gets the mode of the file it replaces, or the default mode (0666 minus umask).
-    """
-    path = os.fspath(path)
-    try:
-        st = os.stat(path)
-    except OSError:
-        st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        with open(path, "wb") as fh:
-            fh.write(data)
-        return
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if st is not None:
-            mode = stat.S_IMODE(st.st_mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def write_text(path: str, text: str, what: str) -> None:

@@ -17,6 +17,8 @@ import math
 
 from treegen.core.errors import ModelFileError
 
+FORMAT = "treegen-model"
+FORMAT_VERSION = 1
 MAX_FEATURES = 65535          # feature indices fit uint16 on the device
 MAX_CLASSES = 65535
 MAX_TREES = 4096
@@ -210,8 +212,6 @@ def check_tree(t, n_features: int, n_classes: int, field: str) -> None:
 
 def check_model_dict(d) -> None:
     """Raise :class:`ModelFileError` ``<field>: <problem>`` at the first invalid field of a model file."""
-    from treegen.core.model import FORMAT, FORMAT_VERSION
-
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ModelFileError("not a treegen model file")
     version = d.get("format_version")

@@ -105,7 +105,7 @@ def _stamp_text(project: Path, elf: Path) -> str:
 
 def write_stamp(project, elf) -> None:
     """After a successful build: record which project the ELF was built from."""
-    from treegen.core.output import atomic_write
+    from treegen.core.atomic import atomic_write
 
     atomic_write(stamp_path(elf), _stamp_text(Path(project), Path(elf)).encode())
 
