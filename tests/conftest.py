@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# the native engine's compiled libraries go to a folder of this test run, never to ~/.cache/treegen
+# (unless the caller chose a cache with TREEGEN_CACHE); subprocesses inherit it
+if "TREEGEN_CACHE" not in os.environ:
+    os.environ["TREEGEN_CACHE"] = tempfile.mkdtemp(prefix="treegen-test-cache-")
 SHARED = REPO.parent / "shared"
 DATASETS = SHARED / "datasets"
 

@@ -342,7 +342,7 @@ def test_error_unwritable_outputs(tmp_path, toy, model_file, fake_algos, capsys)
 
 def test_error_unwritable_output_at_write_time(tmp_path, toy, fake_algos, capsys, monkeypatch):
     # the early check passes but the write itself fails (e.g. disk full, permissions as non-root)
-    monkeypatch.setattr(cli_models, "check_output", lambda path, what: None)
+    monkeypatch.setattr(cli_models, "check_output", lambda path, what, **kw: None)
     assert_user_error(capsys, ["fit", toy, "--algo", "cart", "-o", tmp_path / "x" / "m.json"], "cannot write")
     assert_user_error(capsys, ["fit", toy, "--algo", "cart", "-o", tmp_path / "m.json", "--json", tmp_path],
                       "cannot write JSON file")
@@ -366,7 +366,7 @@ def test_error_model_files(tmp_path, toy, model_file, capsys):
     d["trees"][0]["left"][0] = 7
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(d))
-    assert_user_error(capsys, ["show", broken, "--dot"], "invalid model")
+    assert_user_error(capsys, ["show", broken, "--dot"], "broken.json: trees[0].left[0]: child index 7 is out of range")
     binary = tmp_path / "bin.json"
     binary.write_bytes(b"\xff\xfe\x00garbage")
     assert_user_error(capsys, ["show", binary], "model")

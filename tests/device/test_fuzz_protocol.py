@@ -1,7 +1,7 @@
 """Fuzzing the generated frame parser/builder (templates/firmware/tg_protocol.c) under ASan/UBSan.
 
 The C driver ``tests/device/fuzz/fuzz_protocol.c`` feeds many random byte streams (random bytes, sync-heavy
-bytes, valid, truncated, bit-flipped and oversize-LEN frames) with fixed seeds and bounded time, checks
+bytes, valid, truncated, bit-flipped and oversize-LEN frames) with fixed seeds and fixed case counts, checks
 every event against an independent CRC, and checks resynchronisation: a valid frame after a flush
 (max_payload + 8 zeros), right after an oversize header or a bad-CRC frame, or after garbage without
 SYNC0 is always recognised. A second mode prints the C parser's events for byte streams given on
@@ -74,9 +74,10 @@ def test_protocol_source_compiles_strictly_for_host_and_cortex_m(protocol_dir, t
         assert proc.returncode == 0, f"{compiler} {flags}: {proc.stderr}"
 
 
-# (max_payload, seed, iterations): ~2 s each here; MAX_SECONDS bounds each run on a slow machine
+# (max_payload, seed, iterations): ~2 s each here. Coverage is a case count, not a time box: every
+# iteration runs on any machine (MAX_SECONDS 0 = no limit in the driver)
 RUNS = [(64, 1, 70_000), (64, 2, 70_000), (64, 3, 70_000), (300, 4, 20_000), (300, 5, 20_000), (1000, 6, 8_000)]
-MAX_SECONDS = 6.0
+MAX_SECONDS = 0
 
 
 @pytest.mark.parametrize("max_payload, seed, iterations", RUNS)
@@ -88,7 +89,7 @@ def test_fuzz_random_streams_no_crash_and_resync(fuzzers, max_payload, seed, ite
                  proc.stdout)
     assert m, proc.stdout
     done, n_bytes, frames, bad_crc, bad_len, probes = map(int, m.groups())
-    assert done >= min(iterations, 2000), f"only {done} iterations in {MAX_SECONDS} s"
+    assert done == iterations, f"only {done} of {iterations} iterations ran"
     assert probes == 5 * done                     # every resync probe was recognised
     assert frames >= probes and bad_crc > done and bad_len > done
     assert n_bytes > 4 * max_payload * done

@@ -89,12 +89,39 @@ def test_run_hil_without_data_streams_seeded_random_rows(model, tmp_path):
     assert report["ok"] and report["rows"] == hil.RANDOM_ROWS
 
 
+def _walk_q15(qt, x) -> int:
+    """One row through a quantised tree, node by node in plain Python integers (child references:
+    >= 0 internal node, < 0 leaf ``-ref - 1``)."""
+    ref = qt.root
+    while ref >= 0:
+        if qt.kind == "axis":
+            go_left = int(x[qt.feature[ref]]) <= int(qt.threshold[ref])
+        else:
+            acc = sum(int(a) * int(w) for a, w in zip(x, qt.weights[ref]))
+            go_left = acc <= int(qt.threshold[ref])
+        ref = int(qt.left[ref] if go_left else qt.right[ref])
+    return -ref - 1
+
+
 def test_reference_matches_the_exporter_quantisation(model):
     X, y = load_shared("veh")
     ref = hil.reference(model, X, y)
     assert ref.X_q15.dtype == np.int64 and ref.X_q15.shape == X.shape
+    assert np.array_equal(ref.X_q15, model.scaling.to_q15(X))
     assert np.array_equal(ref.floating, model.predict_index(X))
     assert ref.labels is not None and ref.labels.min() >= 0
+    # the fixed-point reference is the exporter's quantised model, computed independently here: the
+    # integer node tests evaluated on the Q15 rows (a reference answering anything else fails)
+    from treegen.emit.quantize import quantize_model
+    fixed = np.empty(X.shape[0], dtype=np.int64)
+    for r, x in enumerate(ref.X_q15):
+        votes = np.zeros(model.n_classes, dtype=np.int64)
+        for qt in quantize_model(model):
+            votes[_walk_q15(qt, x)] += 1
+        fixed[r] = int(np.argmax(votes))
+    assert np.array_equal(ref.fixed, fixed)
+    assert len(np.unique(ref.fixed)) == model.n_classes          # not a constant answer
+    assert np.mean(ref.fixed == ref.floating) > 0.99
 
 
 def test_timeout_mid_run_raises_with_partial_report_and_kills_the_device(model, tmp_path, monkeypatch):

@@ -177,9 +177,8 @@ def test_unknown_type_gives_error_frame(efti, type_):
 def test_oversize_length_is_answered_at_once(efti, length):
     client, _ = efti
     header = bytes([0xA5, 0x5A]) + struct.pack("<H", length) + bytes([MsgType.PREDICT, 9])
-    t0 = time.monotonic()
+    # no payload is ever sent: a device waiting for the announced bytes would not answer at all
     assert _error(_raw_response(client, header)) == (ErrorCode.BAD_LENGTH, MsgType.PREDICT, 9)
-    assert time.monotonic() - t0 < 1.0          # the device did not wait for the announced payload
     assert client.ping(b"next") == b"next"
 
 

@@ -330,9 +330,10 @@ def test_cli_flash_board_runs_pio_upload(tmp_path, capsys, monkeypatch):
 
     def fake_run(cmd, **kw):
         calls.append((cmd, kw))
-        return subprocess.CompletedProcess(cmd, 0)
+        return 0
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    from treegen.device import processes
+    monkeypatch.setattr(processes, "run", fake_run)      # the upload runs in its own process group
     model_file = tmp_path / "veh.json"
     save(model("efti"), model_file)
     out = tmp_path / "f446"
@@ -345,7 +346,7 @@ def test_cli_flash_board_runs_pio_upload(tmp_path, capsys, monkeypatch):
     assert f"pio run -d {out} -t upload --upload-port /dev/ttyACM0" in capsys.readouterr().out
     assert (out / "src" / "tg_port_arduino.cpp").is_file()
     calls.clear()
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1))
+    monkeypatch.setattr(processes, "run", lambda cmd, **kw: 1)
     assert cli.main(["flash", str(model_file), "--target", "nucleo_f446re", "-o", str(out)]) == 2
     assert "pio run -t upload failed (exit 1)" in capsys.readouterr().err
 
@@ -375,7 +376,8 @@ def test_cli_build_board_with_training(efti_file, tmp_path, capsys, monkeypatch)
 
 def test_cli_flash_board_with_training_uploads(efti_file, tmp_path, capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
+    from treegen.device import processes
+    monkeypatch.setattr(processes, "run", lambda cmd, **kw: calls.append(cmd) or 0)
     model_file = efti_file
     out = tmp_path / "f446"
     code, text, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", out, "--train",

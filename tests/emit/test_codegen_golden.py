@@ -68,11 +68,13 @@ def test_generated_c_matches_golden(case, tmp_path):
                                                      f"golden/{case}/{golden.name}", "generated"))[:60])
             pytest.fail(f"generated {golden.name} differs from the golden file (refresh with "
                         f"TREEGEN_UPDATE_GOLDEN=1 if intended):\n{diff}")
+    if UPDATE:   # a refresh is not a pass: the run that rewrote the files compared nothing
+        pytest.fail(f"golden files of {case} rewritten (TREEGEN_UPDATE_GOLDEN=1); rerun without it to test")
 
 
 def test_every_golden_folder_is_a_case():
-    if GOLDEN.is_dir():
-        assert sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()) == sorted(CASES)
+    assert GOLDEN.is_dir(), f"golden folder {GOLDEN} is missing; create it with TREEGEN_UPDATE_GOLDEN=1"
+    assert sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()) == sorted(CASES)
 
 
 def test_banner():

@@ -40,6 +40,8 @@ def register(sub) -> None:
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if missing)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--force", action="store_true",
+                   help="replace files in DIR that treegen did not generate (default: refuse)")
     g = p.add_argument_group("on-device training (--train: the EFTI engine as a library; treegen.device.train_firmware)")
     g.add_argument("--train", action="store_true",
                    help="write the EFTI engine (tg_efti.*, tg_efti_config.c, example main.c) sized for MODEL or a "
@@ -61,7 +63,7 @@ def cmd_export(args) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise TreegenError(f"output path {out} is a file, not a directory")
-    check_output(args.json, "JSON file")
+    check_output(args.json, "JSON file", inputs=[args.model, args.data])
     if args.label is not None and args.data is None:
         raise TreegenError("--label needs --data")
     target = get_target(args.target)
@@ -72,7 +74,7 @@ def cmd_export(args) -> int:
         data = (ds.X, ds.labels if ds.labels.shape[0] else None)
     name = args.name if args.name is not None else Path(args.model).name.removesuffix(".json")
     rep = export_model(model, out, target=target, layout=args.layout, dtype=args.dtype, variant=args.variant,
-                       name=name, data=data, vote=args.vote)
+                       name=name, data=data, vote=args.vote, force=args.force)
     d = rep.to_dict()
     flags = ", ".join(f for f, on in (("FPU", target.fpu), ("DSP", target.dsp)) if on) or "no FPU, no DSP"
     print(f"model           {args.model}  (sha256 {rep.model_hash[:16]})")
@@ -181,7 +183,8 @@ def cmd_export_train(args) -> int:
             raise TreegenError("--max-rows is needed with a model: how many training rows the device keeps")
     rep = export_train_library(args.output, target, params, max_rows=int(max_rows or 0), n_attr=n_attr or 0,
                                n_classes=n_classes or 0, data=data,
-                               dsp=args.variant, data_source=source.name if model is None else str(args.data))
+                               dsp=args.variant, data_source=source.name if model is None else str(args.data),
+                               force=args.force)
     s, ram = rep.spec, rep.ram
     print(f"source          {what}")
     print(f"target          {target.name}  ({target.core}; {target.ram_kb} KiB RAM, {target.flash_kb} KiB flash)")

@@ -14,6 +14,7 @@ from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
 from treegen.core.model import load
 from treegen.core.targets import get as get_target
+from treegen.device import buildfolder
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
 
@@ -100,9 +101,10 @@ def _build_firmware(model, target, out: Path, args, train=None) -> Path:
     """Write the project and build it (emulated targets, or boards whose platform is installed)."""
     from treegen.device import platformio as pio
 
-    pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
-    t0 = time.perf_counter()
-    elf = pio.build(out, verbose=args.verbose, target=target)
+    with buildfolder.locked(out):
+        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
+        t0 = time.perf_counter()
+        elf = pio.build(out, verbose=args.verbose, target=target)
     seconds = time.perf_counter() - t0
     size = pio.check_size(elf, target)
     print(f"firmware        {elf}")
@@ -140,17 +142,12 @@ def _emulated_firmware(model, target, out: Path, args, train=None) -> Path:
 
     if train is not None:
         return _build_firmware(model, target, out, args, train=train)
-    elf = out / ".pio" / "build" / pio.env_name(target) / "firmware.elf"
-    try:
-        ini = (out / "platformio.ini").read_text(encoding="utf-8")
-    except OSError:
-        ini = ""
-    current = f"model {model.hash()}  layout {args.layout}  variant {args.variant}" in ini and \
-        f"; target {target.name}:" in ini
-    if current and elf.is_file():
-        print(f"firmware        {elf}  (up to date)")
-        return elf
-    return _build_firmware(model, target, out, args)
+    with buildfolder.locked(out):
+        elf = pio.firmware_current(out, target, f"model {model.hash()}  layout {args.layout}  variant {args.variant}")
+        if elf is not None and f"; target {target.name}:" in (out / "platformio.ini").read_text(encoding="utf-8"):
+            print(f"firmware        {elf}  (up to date)")
+            return elf
+        return _build_firmware(model, target, out, args)
 
 
 def cmd_flash(args) -> int:
@@ -163,8 +160,9 @@ def cmd_flash(args) -> int:
         pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         cmd = pio.pio_command() + pio.upload_command(out, port=args.port)[1:]
         print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
+        from treegen.device import processes
         try:
-            rc = subprocess.run(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL).returncode
+            rc = processes.run(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL)
         except OSError as exc:
             raise TreegenError(f"cannot run PlatformIO: {exc.strerror or exc}") from None
         if rc != 0:
@@ -181,24 +179,21 @@ def cmd_flash(args) -> int:
             raise TreegenError(f"--port must be 1..65535, got {port}")
     elf = _emulated_firmware(model, target, out, args, train=train)
 
-    def _stop(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, _stop)   # SIGTERM too must not leave QEMU running
-    try:
-        with QemuBoard(target, elf, port=port) as board:
-            print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
-            print(f"serial          {board.url}")
-            print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
-                  flush=True)
-            try:
-                rc = board.wait()
-            except KeyboardInterrupt:
-                print("stopped", flush=True)
-                return 0
-            err = " ".join(board.stderr().split())
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    # SIGTERM and SIGHUP raise Interrupted (cli.main): QEMU is stopped and the status is 128 + n;
+    # Ctrl-C is the documented way to stop serving: status 0
+    with QemuBoard(target, elf, port=port) as board:
+        print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
+        print(f"serial          {board.url}")
+        print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
+              flush=True)
+        try:
+            rc = board.wait()
+        except KeyboardInterrupt as exc:
+            if getattr(exc, "signum", signal.SIGINT) != signal.SIGINT:
+                raise
+            print("stopped", flush=True)
+            return 0
+        err = " ".join(board.stderr().split())
     raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
 
 

@@ -45,7 +45,7 @@ def register(sub) -> None:
     g.add_argument("--train", action="store_true",
                    help="instead: build the firmware with the EFTI engine sized for --data, train on the device and "
                         "on the host with the same seed, require identical trees, fitness and PREDICT_TRAINED")
-    g.add_argument("--iters", type=int_at_least(1, "an integer"), default=2000, metavar="N",
+    g.add_argument("--iters", type=int_range(1, (1 << 32) - 1), default=2000, metavar="N",
                    help="--train: EFTI iterations (default 2000)")
     g.add_argument("--seed", type=int_at_least(0, "an integer"), default=1, metavar="S",
                    help="--train: random seed (default 1)")
@@ -55,8 +55,8 @@ def register(sub) -> None:
 def cmd_hil(args) -> int:
     from treegen.device import hil
 
-    check_output(args.json, "JSON file")
-    check_output(args.junit, "JUnit file")
+    check_output(args.json, "JSON file", inputs=[args.model, args.data])
+    check_output(args.junit, "JUnit file", inputs=[args.model, args.data, args.json])
     target = get_target(args.target)
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label)
@@ -68,7 +68,12 @@ def cmd_hil(args) -> int:
     print(f"target          {target.name}  ({target.kind}: {target.description})")
     print(f"data            {args.data}  ({ds.n_rows} rows)", flush=True)
     if args.train:
-        return cmd_hil_train(args, model, target, ds, out)
+        if args.port is not None:
+            return cmd_hil_train(args, model, target, ds, out)
+        from treegen.device import buildfolder
+
+        with buildfolder.locked(out):          # build and run: one treegen at a time per build folder
+            return cmd_hil_train(args, model, target, ds, out)
 
     bar = progress_bar(total=ds.n_rows, desc="hil predict", quiet=args.quiet, unit="row")
 

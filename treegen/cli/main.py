@@ -2,7 +2,9 @@
 
 Results go to stdout, progress bars to stderr (only on a terminal, never with ``--quiet``).
 Every user error prints one line ``treegen: error: ...`` on stderr and exits with status 2;
-an interrupt exits with 130. Unexpected exceptions (bugs) keep their traceback.
+SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the command, every child process (QEMU, the native
+harness, PlatformIO) is stopped, and the exit status is 128 + the signal number (130, 143, 129).
+Unexpected exceptions (bugs) keep their traceback.
 
 ``--json FILE`` writes the figures of ``fit``, ``eval`` and ``cv`` as JSON; accuracies there are
 percentages (0..100), like on screen.
@@ -12,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import warnings
 
 from treegen.cli import compare, export, firmware, hil, models, plot
-from treegen.cli.common import CLIError, HilFailed
+from treegen.cli.common import CLIError, HilFailed, Interrupted
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 
@@ -50,8 +53,41 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _on_stop_signal(signum, frame) -> None:
+    # the first signal interrupts the command; the cleanup that follows is not interrupted again
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+def _install_handlers() -> dict:
+    """SIGTERM/SIGHUP -> :class:`Interrupted` in the main thread; returns the previous handlers."""
+    previous = {}
+    try:
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, _on_stop_signal)
+    except ValueError:       # not the main thread (an embedding application): leave signals alone
+        pass
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 user error, 130 interrupted)."""
+    """Run the command line; returns the exit status (0 ok, 2 user error, 128 + n on signal n)."""
+    previous = _install_handlers()
+    try:
+        return _main(argv)
+    finally:
+        from treegen.device import processes
+
+        processes.stop_all()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -79,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         _error(f"{where}{exc.strerror or exc}")
         return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+        print(f"{PROG}: interrupted{by}", file=sys.stderr)
+        return 128 + int(signum)
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
 

@@ -25,6 +25,7 @@ from treegen.emit.show import UNITS as SHOW_UNITS
 from treegen.emit.show import render_dot, render_text
 from treegen.learn.cv import cross_validate
 from treegen.learn.estimators import ALGORITHMS, make_estimator
+from treegen.learn.inducers.efti import MAX_ITER, MAX_SEED
 
 # option dest -> estimator parameter name (applicability is checked against the estimator class)
 ALGO_OPTIONS = {
@@ -101,7 +102,7 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algo", required=True, metavar="{" + ",".join(algos) + "}",
                    help="induction algorithm")
     g = p.add_argument_group("algorithm options (each applies only to some algorithms)")
-    g.add_argument("--max-iter", type=int_at_least(0, "an integer"), metavar="N",
+    g.add_argument("--max-iter", type=int_range(0, MAX_ITER), metavar="N",
                    help="efti: number of evolution iterations")
     g.add_argument("--oversize-weight", type=nonneg_float, metavar="KO",
                    help="efti: weight of the squared relative oversize in the fitness")
@@ -128,7 +129,7 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
         "--max-depth, --min-samples-leaf and --ccp-alpha apply to de-cart and de-id3 too, "
         "--max-depth and --min-samples-leaf to id3, --oversize-weight and --engine to de-pdt)"))
     _add_forest_options(g)
-    p.add_argument("--seed", type=int_at_least(0, "an integer"), metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=int_range(0, MAX_SEED), metavar="S", help="random seed (default 0)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
@@ -278,8 +279,8 @@ def cmd_fit(args) -> int:
         if "n_jobs" not in ALGORITHMS[algo]._param_names():
             raise TreegenError(f"option --jobs does not apply to --algo {algo}")
         params["n_jobs"] = args.jobs
-    check_output(args.output, "model file")
-    check_output(args.json, "JSON file")
+    check_output(args.output, "model file", inputs=[args.data])
+    check_output(args.json, "JSON file", inputs=[args.data, args.output])
     ds, classes = _load_training(args)
     seed = 0 if args.seed is None else args.seed
     device = None
@@ -348,7 +349,7 @@ def cmd_fit(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    check_output(args.output, "output file")
+    check_output(args.output, "output file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label)
     pred = model.predict(ds.X)
@@ -367,7 +368,7 @@ def cmd_predict(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    check_output(args.json, "JSON file")
+    check_output(args.json, "JSON file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label)
     if ds.labels.shape[0] == 0:
@@ -450,7 +451,7 @@ def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
     if params.get("engine") == "device" or args.target is not None or args.port is not None:
         raise TreegenError("--engine device, --target and --port apply to fit only (cv trains on the host)")
-    check_output(args.json, "JSON file")
+    check_output(args.json, "JSON file", inputs=[args.data])
     ds, classes = _load_training(args)
     _categorical_by_index(params, ds.feature_names)
     if args.folds > ds.n_rows:

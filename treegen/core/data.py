@@ -11,6 +11,7 @@ import csv
 import gzip
 import io
 import math
+import sys
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +38,70 @@ class Dataset:
         return int(self.X.shape[1])
 
 
-def _open_text(path: Path):
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, "r", encoding="utf-8", newline="")
+STDIN = "-"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _display(path) -> str:
+    return "standard input" if str(path) == STDIN else str(path)
+
+
+def read_bytes(path, what: str = "data") -> bytes:
+    """All bytes of ``path``, read from the stream exactly once.
+
+    ``-`` is standard input; FIFOs, ``/dev/stdin`` and ``<(...)`` process substitutions work like
+    files because nothing is opened twice and nothing is sought. A gzip stream (magic ``1f 8b`` in
+    the first two bytes) is decompressed in memory.
+    """
+    name = _display(path)
+    if str(path) == STDIN:
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise DataError(f"cannot read {what} from standard input: it is closed")
+        try:
+            raw = stream.read()
+        except OSError as exc:
+            raise DataError(f"cannot read {what} from standard input: {exc.strerror or exc}") from None
+    else:
+        p = Path(path)
+        if p.is_dir():
+            raise DataError(f"{what} path is a directory: {p}")
+        try:
+            with open(p, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            raise DataError(f"{what} file not found: {p}") from None
+        except OSError as exc:
+            raise DataError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:  # corrupt or truncated gzip stream
+            raise DataError(f"cannot read {name}: corrupt gzip data ({exc})") from None
+    return raw
+
+
+def read_text(path, what: str = "data") -> str:
+    """The UTF-8 text of ``path`` (see :func:`read_bytes`), a leading byte-order mark removed."""
+    raw = read_bytes(path, what)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError(f"{_display(path)} is not a UTF-8 text CSV file") from None
+
+
+def read_rows(path) -> list[list[str]]:
+    """The non-blank CSV rows of ``path`` (header first); one read of the stream."""
+    name = _display(path)
+    text = read_text(path)
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise DataError(f"{name}: malformed CSV ({exc})") from None
+    rows = [r for r in rows if r and any(cell.strip() for cell in r)]
+    if not rows:
+        raise DataError(f"{name} is empty")
+    return rows
 
 
 def _parse_label(text: str):
@@ -54,23 +113,12 @@ def _parse_label(text: str):
 
 def load_csv(path: str | Path, label: str | None = None, *, has_label: bool = True) -> Dataset:
     """Load a CSV dataset. With ``has_label=False`` every column is a feature and ``labels`` is empty."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"data file not found: {path}")
-    if path.is_dir():
-        raise DataError(f"data path is a directory: {path}")
-    try:
-        with _open_text(path) as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, EOFError, zlib.error) as exc:  # zlib.error: corrupt gzip stream
-        raise DataError(f"cannot read {path}: {exc}") from None
-    except UnicodeDecodeError:
-        raise DataError(f"{path} is not a UTF-8 text CSV file") from None
-    except csv.Error as exc:
-        raise DataError(f"{path}: malformed CSV ({exc})") from None
-    rows = [r for r in rows if r and any(cell.strip() for cell in r)]
-    if not rows:
-        raise DataError(f"{path} is empty")
+    return rows_to_dataset(read_rows(path), _display(path), label=label, has_label=has_label)
+
+
+def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, *,
+                    has_label: bool = True) -> Dataset:
+    """Parse CSV ``rows`` (header first, blank rows removed) read from ``path`` (named in errors)."""
     header = [h.strip() for h in rows[0]]
     body = rows[1:]
     if not body:
@@ -118,27 +166,14 @@ def load_for_model(path: str | Path, n_features: int, label: str | None = None) 
 
     The file may carry a label column (``n_features + 1`` columns, or ``label`` given) or not
     (exactly ``n_features`` columns); any other width is an error naming both counts.
+    The stream is read once (``-`` = standard input).
     """
-    ds = load_csv(path, label=label, has_label=label is not None or _n_columns(path) != n_features)
+    rows = read_rows(path)
+    name = _display(path)
+    ds = rows_to_dataset(rows, name, label=label, has_label=label is not None or len(rows[0]) != n_features)
     if ds.n_features != n_features:
-        raise DataError(f"{path} has {ds.n_features} features, the model expects {n_features}")
+        raise DataError(f"{name} has {ds.n_features} features, the model expects {n_features}")
     return ds
-
-
-def _n_columns(path: str | Path) -> int:
-    path = Path(path)
-    if path.is_dir():
-        raise DataError(f"data path is a directory: {path}")
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}")
-    try:
-        with _open_text(path) as fh:
-            for row in csv.reader(fh):
-                if row and any(c.strip() for c in row):
-                    return len(row)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"cannot read {path}: {exc}") from None
-    raise DataError(f"{path} is empty")
 
 
 def _label_array(labels: list) -> np.ndarray:

@@ -37,14 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
+from treegen.core.atomic import atomic_write
 from treegen.core.errors import ModelFileError, TreegenError
 from treegen.core.scaling import InputScaling
+from treegen.core.schema import CONTRACTS, FORMAT, FORMAT_VERSION, VOTES, check_model_dict
 from treegen.core.tree import Tree
 
-FORMAT = "treegen-model"
-FORMAT_VERSION = 1
-VOTES = ("hard", "soft")
-CONTRACTS = ("float32", "integer", "q15")
 
 
 @dataclass(eq=False)
@@ -193,20 +191,17 @@ class Model:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Model":
-        if not isinstance(d, dict) or d.get("format") != FORMAT:
-            raise ModelFileError("not a treegen model file")
-        version = d.get("format_version")
-        if version != FORMAT_VERSION:
-            raise ModelFileError(
-                f"unsupported model format version {version!r} (this treegen reads version {FORMAT_VERSION})")
+        """Build a model from a decoded model file, every field checked first
+        (:func:`treegen.core.schema.check_model_dict`): errors read ``<field>: <problem>``."""
+        check_model_dict(d)
         try:
             trees = [Tree.from_dict(t) for t in d["trees"]]
             return cls(
                 trees=trees,
-                feature_names=[str(n) for n in d["feature_names"]],
+                feature_names=list(d["feature_names"]),
                 classes=list(d["classes"]),
                 scaling=InputScaling.from_dict(d["scaling"]),
-                metadata=dict(d.get("metadata", {})),
+                metadata=dict(d.get("metadata") or {}),
                 vote=str(d.get("vote", "hard")),
                 input_contract=None if d.get("input_contract") is None else str(d["input_contract"]),
             )
@@ -214,8 +209,6 @@ class Model:
             raise
         except TreegenError as exc:
             raise ModelFileError(f"invalid model: {exc}") from None
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"invalid model: missing or malformed field {exc}") from None
 
 
 def plain(obj):
@@ -236,24 +229,46 @@ def plain(obj):
 
 
 def save(model: Model, path: str | Path) -> Path:
+    """Write ``model`` to ``path`` atomically (a temporary file in the same folder, then a rename)."""
     path = Path(path)
     try:
-        path.write_text(model.to_json() + "\n")
+        atomic_write(path, (model.to_json() + "\n").encode("utf-8"))
     except OSError as exc:
-        raise TreegenError(f"cannot write model file {path}: {exc.strerror}") from None
+        raise TreegenError(f"cannot write model file {path}: {exc.strerror or exc}") from None
     return path
 
 
 def load(path: str | Path) -> Model:
-    path = Path(path)
+    """Read a model file (``-`` = standard input, read once); every problem is one
+    :class:`ModelFileError` line ``MODEL: <field>: <problem>``."""
+    name = "standard input" if str(path) == "-" else str(path)
     try:
-        text = path.read_text()
+        if str(path) == "-":
+            import sys
+            text = sys.stdin.buffer.read().decode("utf-8-sig")
+        else:
+            with open(path, "rb") as fh:
+                text = fh.read().decode("utf-8-sig")
     except FileNotFoundError:
         raise ModelFileError(f"model file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelFileError(f"cannot read model file {path}: {exc}") from None
+    except (OSError, UnicodeDecodeError, AttributeError) as exc:
+        raise ModelFileError(f"cannot read model file {name}: {getattr(exc, 'strerror', None) or exc}") from None
+    return from_json(text, name)
+
+
+def from_json(text: str, name: str = "model") -> Model:
+    """Parse and check the text of a model file; ``name`` starts every error message."""
     try:
         d = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ModelFileError(f"model file {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return Model.from_dict(d)
+        raise ModelFileError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise ModelFileError(f"{name}: nested too deeply") from None
+    except ValueError as exc:   # e.g. an integer of more than 4300 digits
+        raise ModelFileError(f"{name}: {' '.join(str(exc).split())}") from None
+    try:
+        return Model.from_dict(d)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{name}: {exc}") from None
+    except RecursionError:   # a hostile structure in a field the schema does not walk
+        raise ModelFileError(f"{name}: nested too deeply") from None

@@ -2,6 +2,11 @@
 
 Used by every layer that writes a user's file (the CLI's ``--json``/``--junit``/``-o``), so that a
 path that cannot be written fails before a long run, and a write error is a :class:`TreegenError`.
+
+Every file is written atomically: the text goes to a temporary file in the same folder, which is
+renamed over the target only when complete, so an interrupted or failed write leaves the old file
+(or none), never half a file. An output path that is one of the command's inputs is refused
+(:func:`check_output` with ``inputs``), before anything is read or written.
 """
 
 from __future__ import annotations
@@ -10,14 +15,28 @@ import json
 import os
 from pathlib import Path
 
+from treegen.core.atomic import atomic_write
 from treegen.core.errors import TreegenError
 from treegen.core.model import plain
 
 
-def check_output(path: str | None, what: str) -> None:
-    """Fail early (before a long fit) if ``path`` obviously cannot be written."""
+def same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name the same file (an existing file compared by inode)."""
+    if a is None or b is None or str(a) == "-" or str(b) == "-":
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def check_output(path: str | None, what: str, *, inputs=()) -> None:
+    """Fail early (before a long fit) if ``path`` obviously cannot be written, or is one of ``inputs``."""
     if path is None:
         return
+    for src in inputs:
+        if same_file(path, src):
+            raise TreegenError(f"{what} {path} is also an input of this command: choose another output path")
     p = Path(path)
     if p.is_dir():
         raise TreegenError(f"cannot write {what} {p}: it is a directory")
@@ -29,10 +48,9 @@ def check_output(path: str | None, what: str) -> None:
 
 
 def write_text(path: str, text: str, what: str) -> None:
-    """Write ``text`` to ``path`` (UTF-8, newlines as given); ``what`` names the file in errors."""
+    """Write ``text`` to ``path`` atomically (UTF-8, newlines as given); ``what`` names the file in errors."""
     try:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        atomic_write(path, text.encode("utf-8"))
     except OSError as exc:
         raise TreegenError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
 

@@ -11,7 +11,8 @@ QEMU starts with ``-chardev socket,...,server=on,wait=on,nodelay=on``: it listen
 connect promptly; pyserial's ``serial_for_url`` reaches it exactly like a real ``/dev/ttyACM0``.
 The emulator arguments come from the target's ``[emulator]`` table (machine, ``-icount
 shift=0,align=off,sleep=off`` for repeatable instruction counts). QEMU is killed when the ``with``
-block ends, whatever happens inside it.
+block ends, whatever happens inside it; it runs in its own process group, registered with
+:mod:`treegen.device.processes` (stopped at exit even if the ``with`` block is never left).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from treegen.core import targets as targets_mod
 from treegen.core.errors import TreegenError
+from treegen.device import processes
 
 DEFAULT_QEMU = "qemu-system-arm"
 DEFAULT_ARGS = ("-display", "none", "-monitor", "none", "-icount", "shift=0,align=off,sleep=off")
@@ -129,8 +131,8 @@ class QemuBoard:
                             "-serial", "chardev:u0"]
             self._stderr = tempfile.TemporaryFile()
             try:
-                self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                                stderr=self._stderr)
+                self.process = processes.spawn(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                               stderr=self._stderr)
             except OSError as exc:
                 self.close()
                 raise TreegenError(f"cannot start {qemu}: {exc.strerror or exc}") from None
@@ -172,13 +174,7 @@ class QemuBoard:
     def close(self) -> None:
         """Stop QEMU (idempotent)."""
         proc, self.process = self.process, None
-        if proc is not None:
-            try:
-                if proc.poll() is None:
-                    proc.kill()
-                proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        processes.stop(proc, grace=0)
         if self._stderr is not None:
             try:
                 self._stderr.close()
@@ -190,4 +186,4 @@ class QemuBoard:
         """Block until QEMU exits (e.g. ``treegen flash`` waiting for Ctrl-C); returns its status."""
         if self.process is None:
             raise TreegenError("QemuBoard is not running")
-        return self.process.wait()
+        return processes.wait(self.process)

@@ -202,12 +202,8 @@ def existing_firmware(model: Model, target, build_dir, *, layout: str | None, va
     if build_dir is None or tgt.kind not in ("emulated", "board"):
         return None
     project = Path(build_dir)
-    elf = project / ".pio" / "build" / pio.env_name(tgt) / "firmware.elf"
-    try:
-        ini = (project / "platformio.ini").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    if f"model {model.hash()}" not in ini or not elf.is_file():
+    elf = pio.firmware_current(project, tgt, f"model {model.hash()}")
+    if elf is None:
         return None
     try:
         size = pio.flash_size(elf)
@@ -397,7 +393,19 @@ def _set_check(report: dict, name: str, ok: bool, seconds: float, message: str) 
             c.update(ok=ok, seconds=round(seconds, 4), message=message)
 
 
-def run_hil(model: Model, target, *, port: str | None = None, data=None, layout: str | None = None,
+def run_hil(model: Model, target, *, port: str | None = None, build_dir=None, **kw) -> dict:
+    """Check ``model`` on a device for ``target`` (see :func:`_run_hil` for the parameters). When the
+    firmware is built here (no ``port``), the build folder is locked for the build and the run
+    (:mod:`treegen.device.buildfolder`): concurrent runs on one folder take turns."""
+    if port is None and build_dir is not None:
+        from treegen.device import buildfolder
+
+        with buildfolder.locked(build_dir):
+            return _run_hil(model, target, port=port, build_dir=build_dir, **kw)
+    return _run_hil(model, target, port=port, build_dir=build_dir, **kw)
+
+
+def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout: str | None = None,
             variant: str | None = None, build_dir=None, timeout: float = DEFAULT_TIMEOUT,
             bench_iters: int = DEFAULT_BENCH_ITERS, progress=None) -> dict:
     """Check ``model`` on a device for ``target``; returns the report (see the module docstring).

@@ -37,6 +37,7 @@ from treegen.core import targets as targets_mod
 from treegen.core.errors import TreegenError
 from treegen.core.resources import templates_dir
 from treegen.core.version import __version__
+from treegen.device import buildfolder, processes
 
 PLATFORM_NAME = "treegen-qemu"
 PLATFORM_VERSION = "1.0.0"
@@ -199,6 +200,7 @@ def write_project(model, out_dir, *, target, layout: str, variant: str, name: st
     t = _target(target)
     out = Path(out_dir)
     model_hash = model.hash() if hasattr(model, "hash") else "-"
+    buildfolder.clear_stamp(out / ".pio" / "build" / env_name(t) / "firmware.elf")   # not complete until built
     write_build_files(out, t, model_hash=model_hash, layout=layout, variant=variant)
     src = out / "src"
     if src.exists():
@@ -291,8 +293,8 @@ def build(project_dir, *, verbose: bool = False, target=None, timeout: float = 9
     log_path = project / "build.log"
     cmd = pio_command() + ["run", "--project-dir", str(project), "--environment", env]
     try:
-        proc = subprocess.Popen(cmd, cwd=project, env=pio_environ(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace")
+        proc = processes.spawn(cmd, cwd=project, env=pio_environ(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, errors="replace")
     except OSError as exc:
         raise TreegenError(f"cannot run PlatformIO ({' '.join(cmd[:3])}): {exc.strerror or exc}") from None
     lines = []
@@ -308,24 +310,40 @@ def build(project_dir, *, verbose: bool = False, target=None, timeout: float = 9
                     sys.stderr.flush()
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
         raise TreegenError(f"pio run timed out after {timeout:.0f} s; log: {log_path}") from None
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        processes.stop(proc)        # pio, SCons and any compiler still running in its group
     text = "".join(lines)
+    elf = project / ".pio" / "build" / env / "firmware.elf"
+    buildfolder.clear_stamp(elf)
     if rc != 0:
+        try:
+            elf.unlink()           # a failed build leaves no firmware that looks usable
+        except FileNotFoundError:
+            pass
         too_big = _too_big_from_log(text, t)
         if too_big:
             raise TreegenError(f"{too_big} (log: {log_path})")
         first = next((ln.strip() for ln in lines if re.search(r"\berror\b|Error:", ln)), "")
         detail = f": {first}" if first else ""
         raise TreegenError(f"pio run failed (exit {rc}){detail}; log: {log_path}")
-    elf = project / ".pio" / "build" / env / "firmware.elf"
     if not elf.is_file():
         raise TreegenError(f"pio run did not produce {elf}; log: {log_path}")
+    buildfolder.write_stamp(project, elf)
+    return elf
+
+
+def firmware_current(project_dir, target, model_line: str) -> Path | None:
+    """The project's firmware.elf if it was built completely from the project as it is now and the
+    project's platformio.ini contains ``model_line`` (model hash, layout, variant); else None."""
+    project = Path(project_dir)
+    elf = project / ".pio" / "build" / env_name(target) / "firmware.elf"
+    try:
+        ini = (project / "platformio.ini").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if model_line not in ini or not elf.is_file() or not buildfolder.stamp_matches(project, elf):
+        return None
     return elf
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from treegen.core import targets as _targets
-from treegen.core.codegen import comment_text, prepare_out_dir, render, write_generated
+from treegen.core.codegen import check_overwrite, comment_text, prepare_out_dir, render, write_generated
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 from treegen.learn.engine import config_tables, max_coef_mutations, render_engine
@@ -383,19 +383,19 @@ def _config_context(spec: TrainSpec) -> dict:
     }
 
 
-def render_engine_files(out_dir, spec: TrainSpec) -> list[Path]:
+def render_engine_files(out_dir, spec: TrainSpec, *, force: bool = False) -> list[Path]:
     """tg_efti.h/.c, tg_efti_config.h/.c and (with flash data) tg_efti_data.h/.c."""
     out = prepare_out_dir(out_dir)
-    files = [write_generated(out / name, text) for name, text in render_engine(spec.sizes()).items()]
+    files = [write_generated(out / name, text, force=force) for name, text in render_engine(spec.sizes()).items()]
     ctx = _config_context(spec)
     for name in ("tg_efti_config.h", "tg_efti_config.c"):
-        files.append(write_generated(out / name, render(f"efti/{name}.j2", ctx)))
+        files.append(write_generated(out / name, render(f"efti/{name}.j2", ctx), force=force))
     if spec.flash_x is not None:
         dctx = {"version": __version__, "n_rows": spec.flash_rows, "n_attr": int(spec.flash_x.shape[1]),
                 "n_classes": spec.flash_classes, "source": comment_text(spec.flash_source or "arrays"),
                 "rows": spec.flash_x.astype(np.int64).tolist(), "labels": spec.flash_y.astype(np.int64).tolist()}
         for name in DATA_FILES:
-            files.append(write_generated(out / name, render(f"efti/{name}.j2", dctx)))
+            files.append(write_generated(out / name, render(f"efti/{name}.j2", dctx), force=force))
     return files
 
 
@@ -428,7 +428,7 @@ class TrainExportReport:
 
 def export_train_library(out_dir, target, params: EFTIParams | None = None, *, max_rows: int, n_attr: int,
                          n_classes: int, data=None, partial: bool | None = None, dsp="auto",
-                         budget: int = 1000, data_source: str = "") -> TrainExportReport:
+                         budget: int = 1000, data_source: str = "", force: bool = False) -> TrainExportReport:
     """Write the engine as a library for the user's own firmware: ``tg_efti.h/.c``,
     ``tg_efti_config.h/.c`` (const tables), with ``data`` (``(X_q15, y, n_classes)``) also
     ``tg_efti_data.h/.c`` (rows in flash), and an example ``main.c`` (init, steps of ``budget``
@@ -441,12 +441,15 @@ def export_train_library(out_dir, target, params: EFTIParams | None = None, *, m
     auto = partial is None
     spec, est = _check_library_ram(spec, tgt, auto)
     flash = check_flash(spec, tgt)
+    names = ["tg_efti.h", "tg_efti.c", "tg_efti_config.h", "tg_efti_config.c", "main.c",
+             *(DATA_FILES if spec.flash_x is not None else ())]
+    check_overwrite([Path(out_dir) / n for n in names], force=force)   # refuse before writing anything
     out = prepare_out_dir(out_dir)
-    files = render_engine_files(out, spec)
+    files = render_engine_files(out, spec, force=force)
     ctx = {"version": __version__, "has_data": spec.flash_x is not None, "buffer_rows": spec.buffer_rows,
            "budget": int(budget), "max_iter": int(spec.params.max_iter), "target_name": tgt.name,
            "n_classes": spec.n_classes, "n_attr": spec.n_attr}
-    files.append(write_generated(out / "main.c", render("efti/tg_efti_main.c.j2", ctx)))
+    files.append(write_generated(out / "main.c", render("efti/tg_efti_main.c.j2", ctx), force=force))
     return TrainExportReport(tgt.name, [p.name for p in files], spec.summary(), est, flash,
                              asdict(spec.params), int(budget), list(spec.notes))
 

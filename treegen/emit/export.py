@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from treegen.core import targets as _targets
-from treegen.core.codegen import (c_identifier, c_string_body, comment_text, f32_literal, int_type, prepare_out_dir,
+from treegen.core.codegen import (c_identifier, check_overwrite, c_string_body, comment_text, f32_literal, int_type, prepare_out_dir,
                                   render, write_generated)
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model
@@ -659,8 +659,11 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
 # ---------------------------------------------------------------------- the export
 def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype: str = "q15",
                  variant: str = "auto", name: str | None = None, data=None, measure: bool = True,
-                 vote: str = "auto") -> ExportReport:
+                 vote: str = "auto", force: bool = False) -> ExportReport:
     """Write ``<name>.h``, ``<name>.c`` and ``main.c`` into ``out_dir``; return an :class:`ExportReport`.
+
+    Files already in ``out_dir`` are replaced only if treegen generated them (they carry its banner)
+    or ``force`` is true; otherwise nothing is written and a :class:`TreegenError` names the file.
 
     ``target`` is a target name or :class:`~treegen.core.targets.Target`; ``data`` is an optional
     ``(X_raw, labels)`` pair: its rows resolve inexact thresholds during quantisation, give the
@@ -710,14 +713,16 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         raise TreegenError(f"model needs about {estimated} bytes of flash, more than target {tgt.name!r} has "
                            f"({tgt.flash_bytes} bytes)")
 
-    out = prepare_out_dir(Path(out_dir))
+    out = Path(out_dir)
     texts = {
         out / f"{ident}.h": render(TEMPLATES["header"], ctx),
         out / f"{ident}.c": render(TEMPLATES["source"], ctx),
         out / "main.c": render(TEMPLATES["main"], ctx),
     }
+    check_overwrite(texts, force=force)
+    out = prepare_out_dir(out)
     for path, text in texts.items():
-        write_generated(path, text)
+        write_generated(path, text, force=force)
 
     size = (measure_size(out / f"{ident}.c", tgt, out) if measure
             else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"})

@@ -17,6 +17,7 @@ Result (accuracy in percent)::
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from typing import Callable
@@ -96,6 +97,34 @@ def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray
         "depth": int(max(t.depth for t in trees)),
         "train_seconds": seconds, "seed": seed, "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
     }
+
+
+def available_cores() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def capped_jobs(jobs: int, n_tasks: int) -> int:
+    """``jobs`` (joblib's n_jobs: negative counts from the number of cores) limited to the cores
+    available and to the number of folds; a warning says when a request above the cores is capped."""
+    cores = available_cores()
+    wanted = jobs if jobs > 0 else max(1, cores + 1 + jobs)
+    if wanted > cores:
+        warnings.warn(f"jobs {jobs} capped at {cores} (the cores available)", UserWarning, stacklevel=3)
+        wanted = cores
+    return max(1, min(wanted, n_tasks))
+
+
+def _kill_workers() -> None:
+    try:
+        from joblib.externals.loky import get_reusable_executor
+
+        get_reusable_executor().shutdown(wait=True, kill_workers=True)
+    except Exception:  # noqa: BLE001 - best effort on the way out of an interrupted run
+        pass
 
 
 def _plain_params(params: dict) -> dict:
@@ -178,11 +207,19 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
             train = np.flatnonzero(fold_of != f)
             tasks.append(delayed(_run_fold)(factory, X, y, train, test, r, f, fold_seed(seed, r, f)))
 
+    if jobs is not None:
+        jobs = capped_jobs(jobs, len(tasks))
     records = []
-    for rec in Parallel(n_jobs=jobs, return_as="generator")(tasks):
-        records.append(rec)
-        if on_fold is not None:
-            on_fold(rec)
+    try:
+        for rec in Parallel(n_jobs=jobs, return_as="generator")(tasks):
+            records.append(rec)
+            if on_fold is not None:
+                on_fold(rec)
+    except BaseException:
+        # Ctrl-C, SIGTERM or a failing fold: no worker process may keep computing
+        if jobs is None or jobs != 1:
+            _kill_workers()
+        raise
     records.sort(key=lambda d: (d["repeat"], d["fold"]))
 
     return {

@@ -32,6 +32,9 @@ from treegen.learn.inducers.efti import (EXP_STEPS, MAX_COEF_MUTATIONS, W_ONE, E
 
 STRICT_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic"]
 T_ONE = 1 << 30
+FIRST_CHUNK = 1024          # iterations per engine call at first; adapted to about CHUNK_SECONDS per call
+MAX_CHUNK = 1 << 24
+CHUNK_SECONDS = 0.05
 
 
 def _round_up_pow2(n: int, minimum: int) -> int:
@@ -201,19 +204,28 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     if rc != 0:
         raise TreegenError(f"the native EFTI engine rejected the data (error {rc})")
     out = TreeOut()
-    chunk = 1024 if callback else max(1, params.max_iter)
     done = 0
     fit_scale = n * float(1 << 32)
     if callback:
         lib.tg_efti_best(ctypes.byref(out))
         callback(0, out.fitness / fit_scale, _leaves(out), out.hits / n)
+    # The engine runs in chunks of iterations and returns to Python after each one (about every
+    # CHUNK_SECONDS), so a signal handler or Ctrl-C takes effect promptly; tg_efti_step(a) then
+    # tg_efti_step(b) is exactly tg_efti_step(a + b), so the result does not depend on the chunking.
+    chunk = FIRST_CHUNK
     while done < params.max_iter:
         step = min(chunk, params.max_iter - done)
+        t_step = time.perf_counter()
         lib.tg_efti_step(step)
         done += step
         if callback:
             lib.tg_efti_best(ctypes.byref(out))
             callback(done, out.fitness / fit_scale, _leaves(out), out.hits / n)
+        took = time.perf_counter() - t_step
+        if took < CHUNK_SECONDS / 4 and chunk < MAX_CHUNK:
+            chunk *= 2
+        elif took > CHUNK_SECONDS and chunk > FIRST_CHUNK:
+            chunk //= 2
     lib.tg_efti_best(ctypes.byref(out))
     elapsed = time.perf_counter() - t0
     rerouted, evals = ctypes.c_uint64(), ctypes.c_uint64()

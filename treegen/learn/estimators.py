@@ -340,7 +340,8 @@ class EFTIClassifier(TreeClassifier):
             coefficient_mutation_rate=self.coefficient_mutation_rate, dipole=self.dipole,
             partial_reclassification=self.partial_reclassification,
         )
-        seed = 0 if self.random_state is None else self.random_state
+        seed = 0 if self.random_state is None else efti.check_seed(self.random_state)
+        params.validate()
         if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
             return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
         if self.risk != "empirical":

@@ -85,6 +85,10 @@ DELTA_ON_DEPTH = 3
 DELTA_OFF_DEPTH = 1
 
 
+MAX_ITER = (1 << 32) - 1     # iteration counters are uint32_t in the C engine (host and device)
+MAX_SEED = (1 << 64) - 1     # PCG32 takes a 64-bit seed
+
+
 @dataclass(frozen=True)
 class EFTIParams:
     """EFTI options (defaults of the public reference implementation)."""
@@ -107,8 +111,10 @@ class EFTIParams:
             if not cond:
                 raise TreegenError(f"EFTI: {msg}")
 
-        check(isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 0,
-              f"max_iter must be a non-negative integer, got {self.max_iter!r}")
+        check(isinstance(self.max_iter, (int, np.integer)) and not isinstance(self.max_iter, bool)
+              and 0 <= self.max_iter <= MAX_ITER,
+              f"max_iter must be an integer in 0..{MAX_ITER} (the engines count iterations in 32 bits), "
+              f"got {self.max_iter!r}")
         check(0 <= self.oversize_weight, f"oversize_weight must be >= 0, got {self.oversize_weight}")
         check(0 <= self.missing_weight <= 1, f"missing_weight must be in [0, 1], got {self.missing_weight}")
         check(0 <= self.topology_mutation_rate <= 1,
@@ -126,6 +132,13 @@ class EFTIParams:
         check(0 <= self.threshold_mutation_share <= 1,
               f"threshold_mutation_share must be in [0, 1], got {self.threshold_mutation_share}")
         return self
+
+
+def check_seed(seed) -> int:
+    """A seed as the RNG uses it: an integer in 0..2**64-1 (larger values would silently wrap)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise TreegenError(f"EFTI: random_state must be an integer in 0..{MAX_SEED} (a 64-bit seed), got {seed!r}")
+    return int(seed)
 
 
 def topology_thresholds(params: EFTIParams, n_classes: int, max_leaves: int) -> list[int]:

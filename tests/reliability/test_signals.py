@@ -1,0 +1,160 @@
+"""SIGINT, SIGTERM and SIGHUP to fit, cv, hil (native and qemu-m4), flash and build: treegen stops
+promptly, exits with 128 + the signal number (flash: Ctrl-C is its normal stop, status 0), and no
+process it started survives (issue 10, items 2, 5, 7 and 8)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from rel_util import DATASETS, alive, descendants, popen, run
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+IDS = ["INT", "TERM", "HUP"]
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def _start(tmp_path, *args):
+    """``treegen ARGS`` with stdout/stderr in files (a surviving grandchild holding a pipe open
+    must not block the test)."""
+    n = len(list(tmp_path.glob("*.err")))
+    out = open(tmp_path / f"{n}.out", "wb")
+    err = open(tmp_path / f"{n}.err", "wb")
+    proc = popen(*args, stdout=out, stderr=err)
+    out.close()
+    err.close()
+    proc.err_path = tmp_path / f"{n}.err"
+    return proc
+
+
+def _kill_all(pids) -> None:
+    for k in pids:
+        try:
+            os.kill(k, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _wait_for_child(proc, names, timeout=60.0) -> list[int]:
+    """Descendants of ``proc`` once one of them is called one of ``names``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"treegen exited ({proc.returncode}) before starting {names}: "
+                        f"{proc.err_path.read_text()[-1500:]}")
+        kids = descendants(proc.pid)
+        if any(_comm(k).startswith(tuple(names)) for k in kids):
+            return kids
+        time.sleep(0.01)
+    _kill_all(descendants(proc.pid))
+    proc.kill()
+    pytest.fail(f"no {names} child within {timeout} s")
+
+
+def _stop_and_check(proc, kids, sig, expect_rc, within=5.0, settle=0.2) -> str:
+    time.sleep(settle)                           # let it get going
+    kids = sorted(set(kids) | set(descendants(proc.pid)))
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=within + 10)
+    except subprocess.TimeoutExpired:
+        _kill_all(sorted(set(kids) | set(descendants(proc.pid))))
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"treegen still running {within + 10:.0f} s after {sig.name}")
+    took = time.monotonic() - t0
+    deadline = time.monotonic() + 2.0          # a killed child may take a moment to be reaped
+    while time.monotonic() < deadline and any(alive(k) for k in kids):
+        time.sleep(0.02)
+    survivors = [(k, _comm(k)) for k in kids if alive(k)]
+    _kill_all(k for k, _ in survivors)        # do not leave them behind even when the test fails
+    err = proc.err_path.read_text()
+    assert not survivors, f"left running after {sig.name}: {survivors}"
+    assert proc.returncode == expect_rc, (proc.returncode, err[-1500:])
+    assert "Traceback" not in err, err[-3000:]
+    assert took < within, f"took {took:.1f} s to stop after {sig.name}"
+    return err
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    d = tmp_path_factory.mktemp("signals")
+    text = gzip.decompress((DATASETS / "irs.csv.gz").read_bytes())
+    (d / "irs.csv").write_bytes(text)
+    run("fit", d / "irs.csv", "--algo", "cart", "-o", d / "m.json").check_returncode()
+    rng = np.random.default_rng(0)
+    for n, name in ((120_000, "big.csv"), (6_000, "mid.csv")):
+        X = rng.integers(0, 32768, size=(n, 4))
+        np.savetxt(d / name, X, fmt="%d", delimiter=",", header="a0,a1,a2,a3", comments="")
+    return d
+
+
+@pytest.fixture(scope="module")
+def qemu_build(work):
+    proc = run("build", work / "m.json", "--target", "qemu-m4", "-o", work / "fw-m4", timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return work / "fw-m4"
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_hil_qemu(work, qemu_build, sig, tmp_path):
+    proc = _start(tmp_path, "hil", work / "m.json", "--target", "qemu-m4", "--data", work / "mid.csv", "-o",
+                  qemu_build, "-q")
+    kids = _wait_for_child(proc, ["qemu-system-arm"])
+    _stop_and_check(proc, kids, sig, 128 + sig)
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_hil_native(work, sig, tmp_path):
+    build = work / "fw-native"
+    proc = _start(tmp_path, "hil", work / "m.json", "--target", "native", "--data", work / "big.csv", "-o", build, "-q")
+    kids = _wait_for_child(proc, ["tg_", "m_", "harness", "firmware"], timeout=120)
+    _stop_and_check(proc, kids, sig, 128 + sig, settle=0.02)     # 120,000 rows stream for ~0.5 s
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_flash_qemu(work, qemu_build, sig, tmp_path):
+    proc = _start(tmp_path, "flash", work / "m.json", "--target", "qemu-m4", "-o", qemu_build)
+    kids = _wait_for_child(proc, ["qemu-system-arm"])
+    _stop_and_check(proc, kids, sig, 0 if sig == signal.SIGINT else 128 + sig)
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "bar"])
+def test_native_engine_fit(work, tmp_path, sig, quiet):
+    """A long native-engine EFTI fit (one C call before the fix) stops within 1 s, writes no model."""
+    (tmp_path / "o").mkdir()
+    out = tmp_path / "o" / "m.json"
+    args = ["fit", work / "irs.csv", "--algo", "efti", "--engine", "native", "--max-iter", "4000000000",
+            "-o", out] + (["-q"] if quiet else [])
+    proc = _start(tmp_path, *args)
+    time.sleep(1.5)            # the engine is compiled (cached) and running
+    assert proc.poll() is None, proc.err_path.read_text()[-2000:]
+    _stop_and_check(proc, [], sig, 128 + sig, within=1.0)
+    assert list((tmp_path / "o").iterdir()) == []      # no model, no temporary file
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_cv_workers_stop(work, sig, tmp_path):
+    proc = _start(tmp_path, "cv", work / "irs.csv", "--algo", "efti", "--engine", "python", "--max-iter", "100000000",
+                 "--folds", "2", "--jobs", "2", "-q")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(descendants(proc.pid)) < 2:
+        time.sleep(0.05)
+    kids = descendants(proc.pid)
+    assert kids, "cv started no worker processes"
+    _stop_and_check(proc, kids, sig, 128 + sig, within=5.0)
