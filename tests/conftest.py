@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -52,3 +55,41 @@ def assert_user_error(capsys, argv, match: str) -> str:
     assert "Traceback" not in err
     assert match.lower() in lines[0].lower(), lines[0]
     return lines[0]
+
+
+# ---------------------------------------------------------------------- no process outlives the tests
+def _leftover_processes(base: str) -> list[tuple[int, str]]:
+    """(pid, command) of running processes whose command line names the session's temp folder
+    (QEMU boards, native harnesses, PlatformIO builds started by the tests)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if base in cmd and " -m pytest" not in cmd:
+            found.append((int(entry.name), cmd[:160]))
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a process started by a test (its command line names the session's temp
+    folder) is still running at the end: a leak, and on CI a CPU hog. The processes are killed."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or not Path("/proc").is_dir():
+        return
+    base = str(factory.getbasetemp())
+    time.sleep(0.5)                                   # let processes stopped just now exit
+    leftovers = _leftover_processes(base)
+    for pid, _ in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if leftovers:
+        lines = "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in leftovers)
+        print(f"\nERROR: {len(leftovers)} process(es) started by the tests outlived them (killed now):\n{lines}",
+              file=sys.stderr)
+        session.exitstatus = 1

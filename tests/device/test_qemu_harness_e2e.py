@@ -94,8 +94,14 @@ def started_flash(cmd: list[str]):
         yield proc, lines[-1].split()[1], lines
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            # SIGTERM: treegen stops its QEMU (which runs in a process group of its own) and exits;
+            # SIGKILL to treegen's group only if it does not
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def test_treegen_flash_runs_qemu_until_interrupted(pio_root, tmp_path):
