@@ -12,6 +12,7 @@ import pytest
 from treegen import __version__
 from treegen.device.hil import bench_rows, check_identity, counter_unit_name, mismatch_rows, predict_rows
 from treegen.device.protocol import CAP_BENCH, CAP_PREDICT, CounterUnit
+from treegen.emit.quantize import quantize_model
 
 from .conftest import expected_counter_unit
 
@@ -57,6 +58,10 @@ def test_predict_equals_fixed_point_model_on_every_row(dut, case, record_propert
     bad = mismatch_rows(ref, got, case.model)
     assert not bad, f"{int(np.count_nonzero(got != ref.fixed))} of {n} device predictions differ from the " \
                     f"fixed-point model; first: {bad[:3]}"
+    # a model whose every integer test provably equals its float test (EFTI trees, axis trees) decides
+    # on the device exactly as the float model: the agreement is asserted, not only recorded
+    if case.model.vote == "hard" and all(qt.exact for qt in quantize_model(case.model)):
+        assert agreement == 100.0, f"float agreement {agreement:.4f} % for a model quantised exactly"
 
 
 def test_bench_is_sane(dut, target, case, record_property):

@@ -253,13 +253,12 @@ def test_killing_the_device_mid_request_is_link_lost(efti):
     client.port.write(bytes([0xA5, 0x5A]) + struct.pack("<H", 100) + b"\x03\x05" + bytes(10))  # half a PREDICT
     killer = threading.Timer(0.3, dev.kill)
     killer.start()
-    t0 = time.monotonic()
     try:
-        with pytest.raises((LinkLost, DeviceTimeout)) as exc:
+        # the death is noticed (LinkLost), not waited out (DeviceTimeout after 5 s): no clock needed
+        with pytest.raises(LinkLost) as exc:
             client.ping(b"anyone?", timeout=5.0)
     finally:
         killer.join()
-    assert time.monotonic() - t0 < 4.0
     assert "\n" not in str(exc.value)
     with pytest.raises(LinkLost) as exc:
         client.ping(b"again")
@@ -281,11 +280,10 @@ def _script(tmp_path: Path, body: str) -> Path:
 ])
 def test_native_device_start_failures_are_one_line(tmp_path, body, match):
     dev = NativeDevice(_script(tmp_path, body), start_timeout=0.5)
-    t0 = time.monotonic()
-    with pytest.raises(TreegenError, match=match) as exc:
+    with pytest.raises(TreegenError, match=match) as exc:      # the message names the path taken
         with dev:
             pass
-    assert "\n" not in str(exc.value) and time.monotonic() - t0 < 5
+    assert "\n" not in str(exc.value)
     assert dev.proc.poll() is not None               # never left running
 
 
