@@ -461,3 +461,30 @@ def test_console_script_subprocess(tmp_path, datasets_dir):
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"treegen: error: model file not found: {tmp_path / 'missing.json'}"]
+
+
+def test_every_algorithm_option_shows_its_default(capsys):
+    """--help of fit and cv names a default for every algorithm option (read from the estimators'
+    signatures where the help text does not state one)."""
+    import re
+
+    from treegen.cli.models import ALGO_OPTIONS
+
+    for command in ("fit", "cv"):
+        code, out, _ = run(capsys, [command, "--help"])
+        assert code == 0
+        entries, current = {}, None
+        for line in out.splitlines():
+            m = re.match(r"^  (?:-\w, )?(--[\w-]+)", line)
+            if m:
+                current = m.group(1)
+                entries[current] = line
+            elif current is not None and line.startswith("   "):
+                entries[current] += " " + line.strip()
+            else:
+                current = None
+        for dest, (flag, _param) in ALGO_OPTIONS.items():
+            assert flag in entries, f"{command}: {flag} not in --help"
+            assert "default" in entries[flag], f"{command} {flag}: no default in its help: {entries[flag]}"
+    code, out, _ = run(capsys, ["fit", "--help"])
+    assert "efti 8" in " ".join(out.split())          # EFTI's max_depth, from its signature

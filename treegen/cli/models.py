@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import contextlib
 import csv
 import io
@@ -129,9 +130,36 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
         "--max-depth, --min-samples-leaf and --ccp-alpha apply to de-cart and de-id3 too, "
         "--max-depth and --min-samples-leaf to id3, --oversize-weight and --engine to de-pdt)"))
     _add_forest_options(g)
+    _show_defaults(p)
     p.add_argument("--seed", type=int_range(0, MAX_SEED), metavar="S", help="random seed (default 0)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _default_text(value) -> str:
+    if value is None:
+        return "none"
+    if callable(value):
+        return "auto"
+    return str(value)
+
+
+def _show_defaults(p: argparse.ArgumentParser) -> None:
+    """Append to the help of every algorithm option whose help names no default the defaults of the
+    estimators it applies to, read from their signatures (so --help cannot drift from the code):
+    ``(defaults: efti 8, cart none, ...)``."""
+    by_dest = {a.dest: a for a in p._actions}
+    for dest, (_flag, param) in ALGO_OPTIONS.items():
+        action = by_dest.get(dest)
+        if action is None or action.help is None or "default" in action.help:
+            continue
+        defaults = []
+        for name, cls in ALGORITHMS.items():
+            sig = inspect.signature(cls.__init__).parameters
+            if param in sig and sig[param].default is not inspect.Parameter.empty:
+                defaults.append(f"{name} {_default_text(sig[param].default)}")
+        if defaults:
+            action.help += f" (default{'s' if len(defaults) > 1 else ''}: {', '.join(defaults)})"
 
 
 def _fraction(text: str) -> float:
