@@ -488,3 +488,23 @@ def test_every_algorithm_option_shows_its_default(capsys):
             assert "default" in entries[flag], f"{command} {flag}: no default in its help: {entries[flag]}"
     code, out, _ = run(capsys, ["fit", "--help"])
     assert "efti 8" in " ".join(out.split())          # EFTI's max_depth, from its signature
+
+
+def test_columns_are_matched_by_name(tmp_path, model_file, capsys):
+    """Reordered columns are reordered back (same predictions); renamed ones are an error naming the
+    missing and unexpected columns; --ignore-names matches by position."""
+    rows = toy_rows()
+    code, out, _ = run(capsys, ["predict", model_file, tmp_path / "toy.csv"])
+    assert code == 0
+    reference = out
+    swapped = write_csv(tmp_path / "swapped.csv", ["width", "len", "class"], [[r[1], r[0], r[2]] for r in rows])
+    code, out, err = run(capsys, ["predict", model_file, swapped])
+    assert code == 0, err
+    assert out == reference                            # the model read len as len, width as width
+    code, out, err = run(capsys, ["predict", model_file, swapped, "--ignore-names"])
+    assert code == 0 and out != reference              # by position: len and width exchanged
+    renamed = write_csv(tmp_path / "renamed.csv", ["width", "length", "class"], [[r[1], r[0], r[2]] for r in rows])
+    line = assert_user_error(capsys, ["eval", model_file, renamed], "do not match the model's features")
+    assert "missing len" in line and "unexpected length" in line and "--ignore-names" in line
+    code, out, err = run(capsys, ["eval", model_file, renamed, "--ignore-names"])
+    assert code == 0, err

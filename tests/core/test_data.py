@@ -255,3 +255,20 @@ def test_load_for_model_bad_files(tmp_path, case):
     with pytest.raises(DataError) as info:
         load_for_model(path, n_features=2)
     assert "\n" not in str(info.value)
+
+
+def test_match_feature_names():
+    from treegen.core.data import Dataset, match_feature_names
+
+    X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    ds = Dataset(X, np.array([0, 1], dtype=object), ["b", "c", "a"], "y", "d.csv")
+    assert match_feature_names(ds, ["b", "c", "a"]) is ds
+    re_ordered = match_feature_names(ds, ["a", "b", "c"])
+    assert re_ordered.feature_names == ["a", "b", "c"]
+    np.testing.assert_array_equal(re_ordered.X, X[:, [2, 0, 1]])
+    assert match_feature_names(ds, ["x0", "x1", "x2"]) is ds          # generated names: by position
+    with pytest.raises(DataError, match=r"d.csv: the columns do not match .*missing z; unexpected c"):
+        match_feature_names(ds, ["a", "b", "z"])
+    dup = Dataset(X, np.array([0, 1], dtype=object), ["a", "a", "b"], "y", "d.csv")
+    with pytest.raises(DataError, match="missing c"):
+        match_feature_names(dup, ["a", "b", "c"])

@@ -105,3 +105,15 @@ def table(rows: list[list[str]], align_left: int = 1) -> str:
 def kib(n: int) -> str:
     return f"{n / 1024:.1f} KiB"
 
+
+
+def add_ignore_names(p) -> None:
+    """The ``--ignore-names`` option of commands that read data for a model."""
+    p.add_argument("--ignore-names", action="store_true",
+                   help="match the data's columns to the model's features by position (default: by name; "
+                        "reordered when only the order differs)")
+
+
+def model_names(args, model) -> list[str] | None:
+    """The feature names the data's columns are matched by (None: by position, --ignore-names)."""
+    return None if getattr(args, "ignore_names", False) else list(model.feature_names)

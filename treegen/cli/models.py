@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.cli.common import int_at_least, int_range, job_count, nonneg_float, params_text, pct, positive_float, table
+from treegen.cli.common import add_ignore_names, int_at_least, int_range, job_count, model_names, nonneg_float, params_text, pct, positive_float, table
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import classification_report
@@ -238,6 +238,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("predict", help="predict a label for every row of a CSV file")
+    add_ignore_names(p)
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("data", metavar="DATA", help="CSV with the model's features (label column optional)")
     p.add_argument("--label", metavar="NAME", help="label column to ignore (default: last, if present)")
@@ -245,6 +246,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("eval", help="accuracy, confusion matrix and per-class scores on labelled data")
+    add_ignore_names(p)
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("data", metavar="DATA", help="labelled CSV")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
@@ -379,7 +381,7 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     check_output(args.output, "output file", inputs=[args.model, args.data])
     model = load(args.model)
-    ds = load_for_model(args.data, model.n_features, label=args.label)
+    ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
     pred = model.predict(ds.X)
     if args.output is None:
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -398,7 +400,7 @@ def cmd_predict(args) -> int:
 def cmd_eval(args) -> int:
     check_output(args.json, "JSON file", inputs=[args.model, args.data])
     model = load(args.model)
-    ds = load_for_model(args.data, model.n_features, label=args.label)
+    ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
     if ds.labels.shape[0] == 0:
         raise DataError(f"{args.data} has no label column ({model.n_features} columns = the model's features); "
                         "eval needs the true labels")

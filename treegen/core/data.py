@@ -13,7 +13,7 @@ import io
 import math
 import sys
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -161,19 +161,57 @@ def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, 
                    label_name=header[label_col] if label_col >= 0 else "", source=str(path))
 
 
-def load_for_model(path: str | Path, n_features: int, label: str | None = None) -> Dataset:
+def load_for_model(path: str | Path, n_features: int, label: str | None = None,
+                   feature_names: list[str] | None = None) -> Dataset:
     """Load data to be classified by a model with ``n_features`` features.
 
     The file may carry a label column (``n_features + 1`` columns, or ``label`` given) or not
     (exactly ``n_features`` columns); any other width is an error naming both counts.
     The stream is read once (``-`` = standard input).
+
+    ``feature_names`` (the model's): the columns are matched by name (:func:`match_feature_names`):
+    reordered when the file holds the same names in another order, an error naming the missing and
+    unexpected columns when the names differ. ``None`` matches by position.
     """
     rows = read_rows(path)
     name = _display(path)
     ds = rows_to_dataset(rows, name, label=label, has_label=label is not None or len(rows[0]) != n_features)
     if ds.n_features != n_features:
         raise DataError(f"{name} has {ds.n_features} features, the model expects {n_features}")
-    return ds
+    return ds if feature_names is None else match_feature_names(ds, feature_names)
+
+
+def generic_names(names: list[str]) -> bool:
+    """True for the names an estimator gives features it was not told the names of (x0, x1, ...)."""
+    return list(names) == [f"x{i}" for i in range(len(names))]
+
+
+def match_feature_names(ds: Dataset, names: list[str]) -> Dataset:
+    """``ds`` with its columns in the order of the model's feature ``names``.
+
+    Same names in the same order: unchanged. The same names in another order: the columns are
+    reordered (a model never silently reads a feature in another's place). Different names: a
+    :class:`DataError` naming the missing and the unexpected columns. Models whose names were
+    generated (``x0, x1, ...``: fitted on arrays without names) match by position.
+    """
+    names = [str(n) for n in names]
+    have = list(ds.feature_names)
+    if have == names or generic_names(names):
+        return ds
+    if len(set(have)) == len(have) and set(have) == set(names):
+        order = [have.index(n) for n in names]
+        return replace(ds, X=ds.X[:, order], feature_names=list(names))
+    missing = [n for n in names if n not in have]
+    extra = [n for n in have if n not in names]
+    parts = []
+    if missing:
+        parts.append(f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+    if extra:
+        parts.append(f"unexpected {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''}")
+    if not parts:
+        parts.append("duplicated column names")
+    raise DataError(f"{ds.source or 'data'}: the columns do not match the model's features ({'; '.join(parts)}); "
+                    "rename them, or match by position with --ignore-names")
 
 
 def _label_array(labels: list) -> np.ndarray:
