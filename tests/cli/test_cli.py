@@ -508,3 +508,27 @@ def test_columns_are_matched_by_name(tmp_path, model_file, capsys):
     assert "missing len" in line and "unexpected length" in line and "--ignore-names" in line
     code, out, err = run(capsys, ["eval", model_file, renamed, "--ignore-names"])
     assert code == 0, err
+
+
+def test_delimiter_and_no_header(tmp_path, model_file, fake_algos, capsys):
+    """--delimiter (';', 'tab') and --no-header read the same rows as the plain CSV: same model, same
+    predictions; a header-less file is matched to the model by position."""
+    rows = toy_rows()
+    ref_model = tmp_path / "ref.json"
+    assert run(capsys, ["fit", tmp_path / "toy.csv", "--algo", "cart", "-o", ref_model])[0] == 0
+    semi = tmp_path / "toy_semi.csv"
+    semi.write_text("len;width;class\n" + "".join(";".join(map(str, r)) + "\n" for r in rows))
+    tabbed = tmp_path / "toy.tsv"
+    tabbed.write_text("".join("\t".join(map(str, r)) + "\n" for r in rows))        # no header
+    for data, extra in ((semi, ["--delimiter", ";"]), (tabbed, ["--delimiter", "tab", "--no-header"])):
+        out = tmp_path / f"{data.stem}.json"
+        code, _, err = run(capsys, ["fit", data, "--algo", "cart", "-o", out, *extra])
+        assert code == 0, err
+        assert load(out).tree.equals(load(ref_model).tree)
+    code, reference, _ = run(capsys, ["predict", ref_model, tmp_path / "toy.csv"])
+    code, out, err = run(capsys, ["predict", ref_model, tabbed, "--delimiter", "tab", "--no-header"])
+    assert code == 0 and out == reference, err
+    assert_user_error(capsys, ["predict", ref_model, tabbed, "--no-header", "--delimiter", "tab", "--label", "x"],
+                      "without a header")
+    assert_user_error(capsys, ["fit", semi, "--algo", "cart", "-o", tmp_path / "m.json", "--delimiter", "ab"],
+                      "one character")

@@ -117,3 +117,17 @@ def add_ignore_names(p) -> None:
 def model_names(args, model) -> list[str] | None:
     """The feature names the data's columns are matched by (None: by position, --ignore-names)."""
     return None if getattr(args, "ignore_names", False) else list(model.feature_names)
+
+
+def add_csv_options(p) -> None:
+    """``--delimiter`` and ``--no-header`` of commands that read a CSV file."""
+    p.add_argument("--delimiter", default=",", metavar="C",
+                   help="CSV field separator (default ','; 'tab' for tab-separated files)")
+    p.add_argument("--no-header", action="store_true",
+                   help="the CSV has no header row: features x0, x1, ..., the label last; columns are "
+                        "matched to a model's features by position")
+
+
+def csv_options(args) -> dict:
+    """The CSV reading options of a command line, as keyword arguments of the data loaders."""
+    return {"delimiter": getattr(args, "delimiter", ","), "header": not getattr(args, "no_header", False)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from treegen.cli.common import add_ignore_names, int_at_least, model_names, table
+from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, model_names, table
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import ModelFileError, TreegenError
 from treegen.core.model import load
@@ -25,6 +25,7 @@ def register(sub) -> None:
     """Add export and targets to the subcommands ``sub``."""
     p = sub.add_parser("export", help="generate fixed-point (Q15) or float32 C for a target")
     add_ignore_names(p)
+    add_csv_options(p)
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o); with --train also a training CSV")
     p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table",
@@ -71,7 +72,8 @@ def cmd_export(args) -> int:
     model = load(args.model)
     data = None
     if args.data is not None:
-        ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
+        ds = load_for_model(args.data, model.n_features, label=args.label,
+                            feature_names=model_names(args, model), **csv_options(args))
         data = (ds.X, ds.labels if ds.labels.shape[0] else None)
     name = args.name if args.name is not None else Path(args.model).name.removesuffix(".json")
     rep = export_model(model, out, target=target, layout=args.layout, dtype=args.dtype, variant=args.variant,
@@ -164,7 +166,7 @@ def cmd_export_train(args) -> int:
     data = None
     n_attr = n_classes = None
     if model is None:                                   # a training CSV: its rows go into flash
-        ds = load_csv(source, label=args.label)
+        ds = load_csv(source, label=args.label, **csv_options(args))
         Xq, y, C, scaling = training_rows(ds.X, ds.labels)
         data = (Xq, y, C)
         params = replace(EFTIParams(), max_depth=args.max_depth) if args.max_depth else EFTIParams()
@@ -174,7 +176,8 @@ def cmd_export_train(args) -> int:
         n_attr, n_classes = model.n_features, model.n_classes
         what = f"model {source.name} ({model.n_features} features, {model.n_classes} classes)"
         if args.data is not None:
-            ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
+            ds = load_for_model(args.data, model.n_features, label=args.label,
+                                feature_names=model_names(args, model), **csv_options(args))
             Xq, y, C, _ = training_rows(ds.X, ds.labels, model=model)
             data = (Xq, y, C)
     max_rows = args.max_rows

@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from treegen.cli.common import add_ignore_names, int_at_least, kib, model_names
+from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, kib, model_names
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
 from treegen.core.model import load
@@ -36,6 +36,7 @@ def register(sub) -> None:
 
 def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     add_ignore_names(p)
+    add_csv_options(p)
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("--target", required=True, metavar="T",
                    help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see 'treegen targets')")
@@ -86,7 +87,8 @@ def _train_spec(args, model, target):
 
     if not args.train:
         return None
-    ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
+    ds = load_for_model(args.data, model.n_features, label=args.label,
+                        feature_names=model_names(args, model), **csv_options(args))
     Xq, y, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
     n, A = Xq.shape
     params = params_from_model(model, max_depth=args.max_depth)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from treegen.cli.common import HilFailed, add_ignore_names, int_at_least, int_range, model_names, positive_float
+from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_at_least, int_range,
+                                model_names, positive_float)
 from treegen.core.data import load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.model import load
@@ -20,6 +21,7 @@ def register(sub) -> None:
     """Add hil to the subcommands ``sub``."""
     p = sub.add_parser("hil", help="hardware in the loop: check a model's firmware on a device against the host")
     add_ignore_names(p)
+    add_csv_options(p)
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("--target", required=True, metavar="T",
                    help="native, an emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
@@ -60,7 +62,8 @@ def cmd_hil(args) -> int:
     check_output(args.junit, "JUnit file", inputs=[args.model, args.data, args.json])
     target = get_target(args.target)
     model = load(args.model)
-    ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
+    ds = load_for_model(args.data, model.n_features, label=args.label,
+                        feature_names=model_names(args, model), **csv_options(args))
     if ds.n_rows == 0:
         raise DataError(f"{args.data} has no rows")
     stem = Path(args.model).name.removesuffix(".json")

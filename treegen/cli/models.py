@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.cli.common import add_ignore_names, int_at_least, int_range, job_count, model_names, nonneg_float, params_text, pct, positive_float, table
+from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_at_least, int_range, job_count,
+                                model_names, nonneg_float, params_text, pct, positive_float, table)
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import classification_report
@@ -229,6 +230,7 @@ def _algo_params(args: argparse.Namespace) -> tuple[str, dict]:
 def register(sub) -> None:
     """Add fit, predict, eval, cv and show to the subcommands ``sub``."""
     p = sub.add_parser("fit", help="induce a tree from a CSV dataset and save the model")
+    add_csv_options(p)
     p.add_argument("data", metavar="DATA", help="training CSV (header row; gzip allowed)")
     _add_algo_options(p)
     p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
@@ -239,6 +241,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("predict", help="predict a label for every row of a CSV file")
     add_ignore_names(p)
+    add_csv_options(p)
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("data", metavar="DATA", help="CSV with the model's features (label column optional)")
     p.add_argument("--label", metavar="NAME", help="label column to ignore (default: last, if present)")
@@ -247,6 +250,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("eval", help="accuracy, confusion matrix and per-class scores on labelled data")
     add_ignore_names(p)
+    add_csv_options(p)
     p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
     p.add_argument("data", metavar="DATA", help="labelled CSV")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
@@ -254,6 +258,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("cv", help="repeated stratified K-fold cross-validation")
+    add_csv_options(p)
     p.add_argument("data", metavar="DATA", help="labelled CSV")
     _add_algo_options(p)
     p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
@@ -277,7 +282,7 @@ def register(sub) -> None:
 
 
 def _load_training(args) -> tuple:
-    ds = load_csv(args.data, label=args.label)
+    ds = load_csv(args.data, label=args.label, **csv_options(args))
     classes = np.unique(ds.labels)
     if classes.shape[0] < 2:
         raise DataError(f"{args.data} has a single class ({classes[0]!r}); at least two are needed")
@@ -381,7 +386,8 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     check_output(args.output, "output file", inputs=[args.model, args.data])
     model = load(args.model)
-    ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
+    ds = load_for_model(args.data, model.n_features, label=args.label,
+                        feature_names=model_names(args, model), **csv_options(args))
     pred = model.predict(ds.X)
     if args.output is None:
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -400,7 +406,8 @@ def cmd_predict(args) -> int:
 def cmd_eval(args) -> int:
     check_output(args.json, "JSON file", inputs=[args.model, args.data])
     model = load(args.model)
-    ds = load_for_model(args.data, model.n_features, label=args.label, feature_names=model_names(args, model))
+    ds = load_for_model(args.data, model.n_features, label=args.label,
+                        feature_names=model_names(args, model), **csv_options(args))
     if ds.labels.shape[0] == 0:
         raise DataError(f"{args.data} has no label column ({model.n_features} columns = the model's features); "
                         "eval needs the true labels")

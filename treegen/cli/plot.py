@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from treegen.cli.common import add_ignore_names, model_names
+from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, model_names
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
 from treegen.core.model import load
@@ -23,6 +23,7 @@ def register(sub) -> None:
     """Add plot to the subcommands ``sub``."""
     p = sub.add_parser("plot", help="draw a model (tree, partition, confusion matrix) or cv/hil reports")
     add_ignore_names(p)
+    add_csv_options(p)
     p.add_argument("kind", choices=("tree", "partition", "confusion", "cv", "hil"), help="what to draw")
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="tree: MODEL; partition/confusion: MODEL DATA; cv/hil: one or more JSON reports")
@@ -62,7 +63,8 @@ def cmd_plot(args) -> int:
         out = plot.plot_tree(load(args.inputs[0]), args.output)
     elif args.kind in ("partition", "confusion"):
         model = load(args.inputs[0])
-        ds = load_for_model(args.inputs[1], model.n_features, label=args.label, feature_names=model_names(args, model))
+        ds = load_for_model(args.inputs[1], model.n_features, label=args.label,
+                            feature_names=model_names(args, model), **csv_options(args))
         labels = ds.labels if ds.labels.shape[0] else None
         if args.kind == "partition":
             features = None

@@ -28,6 +28,7 @@ class Dataset:
     feature_names: list[str]
     label_name: str
     source: str = ""
+    named: bool = True         # False: the file had no header (names generated, columns matched by position)
 
     @property
     def n_rows(self) -> int:
@@ -90,17 +91,28 @@ def read_text(path, what: str = "data") -> str:
         raise DataError(f"{_display(path)} is not a UTF-8 text CSV file") from None
 
 
-def read_rows(path) -> list[list[str]]:
-    """The non-blank CSV rows of ``path`` (header first); one read of the stream."""
+def check_delimiter(delimiter: str) -> str:
+    """A one-character CSV delimiter (``tab`` and ``\\t`` mean a tab)."""
+    delimiter = {"tab": "\t", "\\t": "\t"}.get(delimiter, delimiter)
+    if len(delimiter) != 1 or delimiter in "\"\r\n" or delimiter.isalnum() or delimiter in ".-+":
+        raise DataError(f"CSV delimiter must be one character that cannot be part of a number, got {delimiter!r}")
+    return delimiter
+
+
+def read_rows(path, delimiter: str = ",", header: bool = True) -> list[list[str]]:
+    """The non-blank CSV rows of ``path`` (header first); one read of the stream. Without a
+    ``header`` a generated one is put first: ``x0, x1, ...`` and ``label`` for the last column."""
     name = _display(path)
     text = read_text(path)
     try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=check_delimiter(delimiter)))
     except csv.Error as exc:
         raise DataError(f"{name}: malformed CSV ({exc})") from None
     rows = [r for r in rows if r and any(cell.strip() for cell in r)]
     if not rows:
         raise DataError(f"{name} is empty")
+    if not header:
+        rows.insert(0, [f"x{i}" for i in range(len(rows[0]) - 1)] + ["label"])
     return rows
 
 
@@ -111,9 +123,18 @@ def _parse_label(text: str):
         return text
 
 
-def load_csv(path: str | Path, label: str | None = None, *, has_label: bool = True) -> Dataset:
-    """Load a CSV dataset. With ``has_label=False`` every column is a feature and ``labels`` is empty."""
-    return rows_to_dataset(read_rows(path), _display(path), label=label, has_label=has_label)
+def load_csv(path: str | Path, label: str | None = None, *, has_label: bool = True, delimiter: str = ",",
+             header: bool = True) -> Dataset:
+    """Load a CSV dataset. With ``has_label=False`` every column is a feature and ``labels`` is empty.
+    ``header=False``: the file has no header row (features ``x0, x1, ...``, the label last)."""
+    _check_label_option(label, header)
+    ds = rows_to_dataset(read_rows(path, delimiter, header), _display(path), label=label, has_label=has_label)
+    return ds if header else replace(ds, named=False)
+
+
+def _check_label_option(label, header: bool) -> None:
+    if label is not None and not header:
+        raise DataError("--label names a header column; a file without a header has its label last")
 
 
 def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, *,
@@ -162,7 +183,7 @@ def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, 
 
 
 def load_for_model(path: str | Path, n_features: int, label: str | None = None,
-                   feature_names: list[str] | None = None) -> Dataset:
+                   feature_names: list[str] | None = None, *, delimiter: str = ",", header: bool = True) -> Dataset:
     """Load data to be classified by a model with ``n_features`` features.
 
     The file may carry a label column (``n_features + 1`` columns, or ``label`` given) or not
@@ -173,11 +194,16 @@ def load_for_model(path: str | Path, n_features: int, label: str | None = None,
     reordered when the file holds the same names in another order, an error naming the missing and
     unexpected columns when the names differ. ``None`` matches by position.
     """
-    rows = read_rows(path)
+    _check_label_option(label, header)
+    rows = read_rows(path, delimiter, header)
     name = _display(path)
+    if not header and len(rows[0]) == n_features:       # no label column: the generated header has none
+        rows[0] = [f"x{i}" for i in range(n_features)]
     ds = rows_to_dataset(rows, name, label=label, has_label=label is not None or len(rows[0]) != n_features)
     if ds.n_features != n_features:
         raise DataError(f"{name} has {ds.n_features} features, the model expects {n_features}")
+    if not header:
+        return replace(ds, named=False)
     return ds if feature_names is None else match_feature_names(ds, feature_names)
 
 
