@@ -15,6 +15,7 @@ from treegen.core.progress import progress_bar
 from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
+from treegen.learn.inducers.efti import MAX_SEED
 
 
 def register(sub) -> None:
@@ -50,8 +51,8 @@ def register(sub) -> None:
                         "on the host with the same seed, require identical trees, fitness and PREDICT_TRAINED")
     g.add_argument("--iters", type=int_range(1, (1 << 32) - 1), default=2000, metavar="N",
                    help="--train: EFTI iterations (default 2000)")
-    g.add_argument("--seed", type=int_at_least(0, "an integer"), default=1, metavar="S",
-                   help="--train: random seed (default 1)")
+    g.add_argument("--seed", type=int_range(0, MAX_SEED), default=0, metavar="S",
+                   help="--train: random seed (default 0, as for fit and cv)")
     p.set_defaults(func=cmd_hil)
 
 
