@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_at_least, int_range,
+from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_range,
                                 model_names, positive_float)
 from treegen.core.data import load_for_model
 from treegen.core.errors import DataError, TreegenError
