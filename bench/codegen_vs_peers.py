@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +63,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "bench" / "qemu"))
 import harness  # noqa: E402
+from peers import C_TYPES, c_literal, peer_c, tool_version  # noqa: E402
 
 DEFAULT_DATASETS = "breast_cancer,bcw,ttt,pid"
 TREE_PARAMS = {"random_state": 0}
@@ -81,7 +81,6 @@ IMPLEMENTATIONS = [
     ("emlearn-float", "emlearn 0.23.2 inline float", "float"),
     ("m2cgen-double", "m2cgen 0.10.0 C (double)", "double"),
 ]
-C_TYPES = {"q15": "int16_t", "int16": "int16_t", "float": "float", "double": "double"}
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -118,14 +117,6 @@ def threshold_rows(clf, X: np.ndarray, integer: bool, base_rows: int, seed: int 
 
 
 # ---------------------------------------------------------------------------------------------- C text
-def c_literal(v, kind: str) -> str:
-    if kind in ("q15", "int16"):
-        return str(int(v))
-    if kind == "float":
-        return float(np.float32(v)).hex() + "f"
-    return float(v).hex()
-
-
 def inputs_for(kind: str, rows: np.ndarray, model) -> np.ndarray:
     if kind == "q15":
         return model.scaling.to_q15(rows).astype(np.int64)
@@ -162,33 +153,8 @@ def generate(impl: str, clf, model, name: str, n_features: int, out: Path,
         config = (f'#include "{name}.h"\n#define TG_INPUT_T {C_TYPES[kind]}\n'
                   f"#define TG_N_FEATURES {n_features}\n#define TG_PREDICT(x) {fn}(x)\n")
         return [out / f"{name}.c"], config
-    if impl.startswith("emlearn"):
-        import emlearn
-
-        dtype = "int16_t" if impl == "emlearn-int16" else "float"
-        code = emlearn.convert(clf, method="inline", dtype=dtype).save(name=f"eml_{name}", include_proba=False)
-        (out / "eml_model.c").write_text(code)
-        config = (f"#include <stdint.h>\n#define TG_INPUT_T {dtype}\n#define TG_N_FEATURES {n_features}\n"
-                  f"int32_t eml_{name}_predict(const {dtype} *features, int32_t features_length);\n"
-                  f"#define TG_PREDICT(x) eml_{name}_predict((x), TG_N_FEATURES)\n")
-        return [out / "eml_model.c"], config
-    if impl == "m2cgen-double":
-        import m2cgen
-
-        n_classes = len(clf.classes_)
-        code = m2cgen.export_to_c(clf)
-        wrapper = (
-            "\n/* bench wrapper: class index = argmax of m2cgen's class probabilities (ties -> lowest) */\n"
-            "int m2c_predict(const double *x)\n{\n"
-            f"    double out[{n_classes}];\n    int best = 0;\n"
-            "    score((double *)x, out);\n"
-            f"    for (int i = 1; i < {n_classes}; i++)\n        if (out[i] > out[best])\n            best = i;\n"
-            "    return best;\n}\n")
-        (out / "m2c_model.c").write_text(code + wrapper)
-        config = (f"#define TG_INPUT_T double\n#define TG_N_FEATURES {n_features}\n"
-                  "int m2c_predict(const double *x);\n#define TG_PREDICT(x) m2c_predict(x)\n")
-        return [out / "m2c_model.c"], config
-    raise ValueError(impl)
+    sources, config, _ = peer_c(impl, clf, name, n_features, out)
+    return sources, config
 
 
 # ---------------------------------------------------------------------------------------------- measure
@@ -232,13 +198,6 @@ def measure(impl: str, kind: str, clf, model, name: str, X: np.ndarray, T: np.nd
         if timed:
             out["instructions_per_inference"] = round(res.instructions_per_call("predict"), 1)
     return out
-
-
-def tool_version(cmd: list[str]) -> str:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0].strip()
-    except (OSError, IndexError):
-        return "?"
 
 
 def main(argv=None) -> int:

@@ -58,6 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "bench" / "qemu"))
 import harness  # noqa: E402
+from peers import C_TYPES, c_literal, peer_c, tool_version  # noqa: E402
 
 DEFAULT_DATASETS = "breast_cancer,wine,iris,digits,wide,pid"
 OPT = "-Os"
@@ -76,7 +77,6 @@ IMPLEMENTATIONS = [
     ("micromlgen-float", "micromlgen C++ (float in)", "float"),
 ]
 FLOAT_PEERS = ("emlearn-float", "m2cgen-double", "micromlgen-float")
-C_TYPES = {"q15": "int16_t", "int16": "int16_t", "float": "float", "double": "double"}
 NP_TYPES = {"q15": np.int16, "int16": np.int16, "float": np.float32, "double": np.float64}
 
 HOST_DRIVER = r"""
@@ -155,46 +155,7 @@ def generate(impl: str, est, model, name: str, n_features: int, out: Path) -> tu
                   f"#define TG_N_FEATURES {n_features}\n#define TG_PREDICT(x) {fn}(x)\n")
         generate.last_report = rep
         return [out / f"{name}.c"], config, []
-    if impl.startswith("emlearn"):
-        import emlearn
-
-        dtype = "int16_t" if impl == "emlearn-int16" else "float"
-        code = emlearn.convert(est, method="inline", dtype=dtype).save(name=f"eml_{name}", include_proba=False)
-        (out / "eml_model.c").write_text(code)
-        config = (f"#include <stdint.h>\n#define TG_INPUT_T {dtype}\n#define TG_N_FEATURES {n_features}\n"
-                  f"int32_t eml_{name}_predict(const {dtype} *features, int32_t features_length);\n"
-                  f"#define TG_PREDICT(x) eml_{name}_predict((x), TG_N_FEATURES)\n")
-        return [out / "eml_model.c"], config, []
-    if impl == "m2cgen-double":
-        import m2cgen
-
-        n_classes = len(est.classes_)
-        code = m2cgen.export_to_c(est)
-        wrapper = (
-            "\n/* bench wrapper: class index = argmax of m2cgen's class probabilities (ties -> lowest) */\n"
-            "int m2c_predict(const double *x)\n{\n"
-            f"    double out[{n_classes}];\n    int best = 0;\n"
-            "    score((double *)x, out);\n"
-            f"    for (int i = 1; i < {n_classes}; i++)\n        if (out[i] > out[best])\n            best = i;\n"
-            "    return best;\n}\n")
-        (out / "m2c_model.c").write_text(code + wrapper)
-        config = (f"#define TG_INPUT_T double\n#define TG_N_FEATURES {n_features}\n"
-                  "int m2c_predict(const double *x);\n#define TG_PREDICT(x) m2c_predict(x)\n")
-        return [out / "m2c_model.c"], config, []
-    if impl == "micromlgen-float":
-        from micromlgen import port
-
-        # <cstdarg> (unused by the code) is not shipped for arm-none-eabi here (no C++ runtime): <stdarg.h>
-        code = port(est).replace("#include <cstdarg>", "#include <stdarg.h>")
-        cls = "RandomForest" if hasattr(est, "estimators_") else "DecisionTree"
-        (out / "mm_model.cpp").write_text(
-            "#include <stdint.h>\n" + code +
-            f"\nstatic Eloquent::ML::Port::{cls} mm_clf;\n"
-            'extern "C" int mm_predict(const float *x) { return mm_clf.predict(const_cast<float *>(x)); }\n')
-        config = (f"#define TG_INPUT_T float\n#define TG_N_FEATURES {n_features}\n"
-                  "int mm_predict(const float *x);\n#define TG_PREDICT(x) mm_predict(x)\n")
-        return [out / "mm_model.cpp"], config, ["-fno-exceptions", "-fno-rtti", "-w"]
-    raise ValueError(impl)
+    return peer_c(impl, est, name, n_features, out)
 
 
 def inputs_for(kind: str, rows: np.ndarray, model) -> np.ndarray:
@@ -203,14 +164,6 @@ def inputs_for(kind: str, rows: np.ndarray, model) -> np.ndarray:
     if kind == "int16":  # C cast (int16_t)value: truncation (out-of-range values wrap as on the target)
         return np.trunc(np.clip(rows, -2**31, 2**31 - 1)).astype(np.int64).astype(np.int16)
     return rows.astype(NP_TYPES[kind])
-
-
-def c_literal(v, kind: str) -> str:
-    if kind in ("q15", "int16"):
-        return str(int(v))
-    if kind == "float":
-        return float(np.float32(v)).hex() + "f"
-    return float(v).hex()
 
 
 def host_agreement(sources, config: str, extra: list, kind: str, model, sets: dict, expect: dict, d: Path) -> dict:
@@ -276,13 +229,6 @@ def measure(impl: str, kind: str, est, model, name: str, sets: dict, expect: dic
     out["agree_test_on_target_pct"] = 100.0 * float(np.mean(pred == expect["test"]))
     out["instructions_per_inference"] = round(res.instructions_per_call("predict"), 1)
     return out
-
-
-def tool_version(cmd: list) -> str:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0].strip()
-    except (OSError, IndexError):
-        return "?"
 
 
 def main(argv=None) -> int:
