@@ -137,6 +137,32 @@ static void tg_handle_info(void)
     tg_send((uint8_t)(TG_MSG_INFO | TG_MSG_RESPONSE), tg_rx.seq, n);
 }
 
+/* The rows of a PREDICT/PROBA request (u16 n_rows, then n_rows rows of int16 features): checks the
+ * length against at most max_rows rows and decodes every row before anything is answered, so a bad
+ * request gives ERROR (sent here; returns 0), never a partial answer. Returns 1 and n_rows otherwise. */
+static int tg_request_rows(uint16_t max_rows, uint16_t *n_rows)
+{
+    uint32_t row_bytes = 2u * (uint32_t)TG_GLUE_N_FEATURES;
+    uint16_t r;
+
+    if (tg_rx.len < 2u) {
+        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+        return 0;
+    }
+    *n_rows = tg_get_u16(tg_rx.payload);
+    if (*n_rows > max_rows || (uint32_t)tg_rx.len != 2u + (uint32_t)*n_rows * row_bytes) {
+        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+        return 0;
+    }
+    for (r = 0u; r < *n_rows; ++r) {
+        if (!tg_decode_row(tg_rx.payload + 2u + (uint32_t)r * row_bytes)) {
+            tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void tg_handle_predict(void)
 {
     uint8_t *out = tg_tx + TG_FRAME_HEADER;
@@ -144,21 +170,8 @@ static void tg_handle_predict(void)
     uint16_t n_rows;
     uint16_t r;
 
-    if (tg_rx.len < 2u) {
-        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+    if (!tg_request_rows(TG_GLUE_MAX_BATCH, &n_rows)) {
         return;
-    }
-    n_rows = tg_get_u16(tg_rx.payload);
-    if (n_rows > TG_GLUE_MAX_BATCH || (uint32_t)tg_rx.len != 2u + (uint32_t)n_rows * row_bytes) {
-        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
-        return;
-    }
-    /* validate every row before answering: a bad row gives ERROR, never a partial answer */
-    for (r = 0u; r < n_rows; ++r) {
-        if (!tg_decode_row(tg_rx.payload + 2u + (uint32_t)r * row_bytes)) {
-            tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
-            return;
-        }
     }
     tg_put_u16(out, n_rows);
     for (r = 0u; r < n_rows; ++r) {
@@ -184,20 +197,8 @@ static void tg_handle_proba(void)
     uint16_t r;
     uint32_t c;
 
-    if (tg_rx.len < 2u) {
-        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+    if (!tg_request_rows(TG_GLUE_MAX_BATCH_PROBA, &n_rows)) {
         return;
-    }
-    n_rows = tg_get_u16(tg_rx.payload);
-    if (n_rows > TG_GLUE_MAX_BATCH_PROBA || (uint32_t)tg_rx.len != 2u + (uint32_t)n_rows * row_bytes) {
-        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
-        return;
-    }
-    for (r = 0u; r < n_rows; ++r) {
-        if (!tg_decode_row(tg_rx.payload + 2u + (uint32_t)r * row_bytes)) {
-            tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
-            return;
-        }
     }
     tg_put_u16(out, n_rows);
     for (r = 0u; r < n_rows; ++r) {
