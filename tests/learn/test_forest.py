@@ -9,7 +9,6 @@ from conftest import load_shared
 
 from treegen import RFClassifier
 from treegen.core.errors import TreegenError
-from treegen.core.proba import tree_proba
 from treegen.learn import forest
 from treegen.learn.inducers import cart
 
@@ -31,7 +30,7 @@ def test_oob_bookkeeping_matches_a_recount(pid):
     for t, tree in enumerate(clf.trees_):
         rows = forest.draw_sample(forest.tree_rng(5, t), X.shape[0], 1.0)
         out = np.setdiff1d(np.arange(X.shape[0]), rows)
-        acc[out] += tree_proba(tree, Xn[out])
+        acc[out] += tree.predict_proba(Xn[out])
         seen[out] += 1
         # the tree's root counts are its bootstrap sample (multiplicities included)
         assert tree.class_counts[0].tolist() == np.bincount(yi[rows], minlength=2).tolist()

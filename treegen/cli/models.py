@@ -471,17 +471,16 @@ def _eval_auc(model, ds) -> dict | None:
     """ROC AUC (one-vs-rest for more than two classes) of the model's leaf-frequency probabilities on
     the rows whose label the model knows; None when the model has no class counts or the rows do not
     hold two of its classes."""
-    from treegen.core import proba
     from treegen.core.metrics import roc_auc_ovr
 
-    if not proba.has_counts(model):
+    if not all(t.has_class_counts for t in model.trees):
         return None
     index = {c: i for i, c in enumerate(model.classes)}
     y = np.array([index.get(v, -1) for v in ds.labels.tolist()], dtype=np.int64)
     keep = y >= 0
     if np.unique(y[keep]).size < 2:
         return None
-    return roc_auc_ovr(y[keep], proba.predict_proba(model, ds.X[keep]))
+    return roc_auc_ovr(y[keep], model.predict_proba(ds.X[keep]))
 
 
 def cmd_cv(args) -> int:

@@ -240,6 +240,16 @@ class Tree:
         proba[~nz, self.leaf_class[~nz]] = 1.0
         return proba
 
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """``(n_rows, n_classes)`` class probabilities of the leaves normalised inputs ``X`` reach
+        (:meth:`leaf_probabilities`)."""
+        return self.leaf_probabilities()[self.apply(X)]
+
+    @property
+    def has_class_counts(self) -> bool:
+        """The tree carries training class counts (its root saw rows)."""
+        return int(self.class_counts[0].sum()) > 0
+
     # ------------------------------------------------------------------ transforms
     def copy(self) -> "Tree":
         return Tree(

@@ -24,7 +24,6 @@ import numbers
 import numpy as np
 
 from treegen.core.errors import TreegenError
-from treegen.core.proba import tree_proba
 from treegen.core.tree import Tree
 
 BASES = ("cart", "efti", "gp")
@@ -111,7 +110,7 @@ def fit_one(t: int, X: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, 
 
 def forest_proba(trees: list[Tree], X: np.ndarray) -> np.ndarray:
     """Class probabilities averaged over the trees (normalised inputs)."""
-    return sum(tree_proba(t, X) for t in trees) / len(trees)
+    return sum(t.predict_proba(X) for t in trees) / len(trees)
 
 
 def oob(trees: list[Tree], in_bag: list[np.ndarray], X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, int]:
@@ -122,7 +121,7 @@ def oob(trees: list[Tree], in_bag: list[np.ndarray], X: np.ndarray, y: np.ndarra
     for tree, bag in zip(trees, in_bag):
         out = ~bag
         if out.any():
-            acc[out] += tree_proba(tree, X[out])
+            acc[out] += tree.predict_proba(X[out])
             seen[out] += 1
     scored = seen > 0
     decision = np.full((n, C), np.nan)
