@@ -844,16 +844,6 @@ class RFClassifier(TreeClassifier):
         self.oob_decision_function_ = decision
         return self
 
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities: the trees' leaf class frequencies averaged (columns = ``classes_``)."""
-        from treegen.learn import forest
-
-        self._check_fitted()
-        X = _check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                            f"{self.n_features_in_} features as input")
-        return forest.forest_proba(self.trees_, self.scaling_.transform(X))
 
 
 ALGORITHMS: dict[str, type[TreeClassifier]] = {

@@ -108,11 +108,6 @@ def fit_one(t: int, X: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, 
     return tree, in_bag, time.perf_counter() - t0
 
 
-def forest_proba(trees: list[Tree], X: np.ndarray) -> np.ndarray:
-    """Class probabilities averaged over the trees (normalised inputs)."""
-    return sum(t.predict_proba(X) for t in trees) / len(trees)
-
-
 def oob(trees: list[Tree], in_bag: list[np.ndarray], X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, int]:
     """Out-of-bag accuracy, decision function (NaN rows: in every sample) and the number of rows scored."""
     n, C = X.shape[0], trees[0].n_classes
