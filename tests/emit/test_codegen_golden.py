@@ -51,8 +51,8 @@ def test_generated_c_matches_golden(case, tmp_path):
     model_key, layout, dtype, variant = CASES[case]
     target = "cortex-m55" if variant == "mve" else "cortex-m4"   # mve needs a Helium target
     rep = export_model(small_models()[model_key], tmp_path, target=target, layout=layout, dtype=dtype,
-                       variant=variant, measure=False)
-    assert sorted(Path(f).name for f in rep.files) == ["demo.c", "demo.h", "main.c"]
+                       variant=variant, measure=False, example=True)
+    assert [Path(f).relative_to(tmp_path).as_posix() for f in rep.files] == ["demo.h", "demo.c", "example/main.c"]
     folder = GOLDEN / case
     for file in rep.files:
         got = Path(file).read_text(encoding="utf-8")

@@ -54,14 +54,14 @@ def test_cli_export_report_and_json(tmp_path, model_file, data_file, capsys):
                                      "-o", out, "--json", js])
     assert code == 0, err
     assert err == ""
-    assert sorted(p.name for p in out.iterdir()) == ["iris.c", "iris.h", "main.c"]
+    assert sorted(p.name for p in out.iterdir()) == ["iris.c", "iris.h"]      # the library only: no main()
     for text in ("target          cortex-m4", "layout table, dtype q15, variant dsp", "field types",
                  "agreement       100.00 % fixed-point vs float  (200 rows)", "accuracy        float 90.00 %",
                  "flash / RAM"):
         assert text in stdout, stdout
     rep = json.loads(js.read_text())
     assert rep["command"] == "export" and rep["name"] == "iris" and rep["variant"] == "dsp"
-    assert rep["files"] == [str(out / "iris.h"), str(out / "iris.c"), str(out / "main.c")]
+    assert rep["files"] == [str(out / "iris.h"), str(out / "iris.c")]
     assert rep["acc_bits"] == 16 and rep["exact"] is True and rep["unresolved_rows"] == []
     assert rep["field_types"] == {"child_ref": "int8_t", "feature_index": "int8_t"}
     assert rep["agreement"] == {"rows": 200, "fixed_vs_float_pct": 100.0, "accuracy_float_pct": 90.0,
@@ -70,10 +70,16 @@ def test_cli_export_report_and_json(tmp_path, model_file, data_file, capsys):
     assert isinstance(rep["ram_bytes"], int)
     assert any(k.startswith(".rodata.tg_iris_t0_") for k in rep["sections"])
     assert rep["estimated_bytes"] > 0
-    # main.c uses the first data rows as its examples and agrees with Python on them
+    # --example: example/main.c uses the first data rows as its examples and agrees with Python on them
+    code, stdout, err = run(capsys, ["export", model_file, "--target", "cortex-m4", "--data", data_file,
+                                     "-o", out, "--example"])
+    assert code == 0, err
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == \
+        ["example/main.c", "iris.c", "iris.h"]
+    assert f"example         cc -std=c99 -O2 -I {out} {out / 'iris.c'} {out / 'example/main.c'}" in stdout
     exe = tmp_path / "main"
-    subprocess.run([require("gcc"), *STRICT_CFLAGS, str(out / "iris.c"), str(out / "main.c"), "-o", str(exe)],
-                   check=True)
+    subprocess.run([require("gcc"), *STRICT_CFLAGS, "-I", str(out), str(out / "iris.c"), str(out / "example/main.c"),
+                    "-o", str(exe)], check=True)
     proc = subprocess.run([str(exe)], capture_output=True, text=True)
     assert proc.returncode == 0 and "0 of 4 rows differ" in proc.stdout
 
@@ -83,7 +89,7 @@ def test_cli_export_options(tmp_path, model_file, capsys):
     code, stdout, err = run(capsys, ["export", model_file, "--target", "cortex-m0plus", "--layout", "unrolled",
                                      "--dtype", "f32", "--name", "My Model-1", "-o", out])
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["main.c", "my_model_1.c", "my_model_1.h"]
+    assert sorted(p.name for p in out.iterdir()) == ["my_model_1.c", "my_model_1.h"]
     header = (out / "my_model_1.h").read_text()
     assert "int tg_my_model_1_predict_f32(const float *x_raw);" in header
     assert "predict_q15" not in header
@@ -287,11 +293,12 @@ def test_deep_tree_no_recursion(tmp_path):
     tree = Tree(W, thr, left, right, np.arange(size) % 3, np.zeros((size, 3), np.int64)).validate()
     model = make_model([tree], 2, 3)
     for layout in ("table", "unrolled"):
-        rep = export_model(model, tmp_path / layout, target="native", layout=layout, measure=False)
+        rep = export_model(model, tmp_path / layout, target="native", layout=layout, measure=False, example=True)
         assert rep.field_types["child_ref"] == "int16_t"
         assert rep.trees[0]["depth"] == n
         exe = tmp_path / layout / "main"
-        subprocess.run([require("gcc"), *STRICT_CFLAGS, "-O1", str(tmp_path / layout / "demo.c"),
-                        str(tmp_path / layout / "main.c"), "-o", str(exe)], check=True)
+        subprocess.run([require("gcc"), *STRICT_CFLAGS, "-O1", "-I", str(tmp_path / layout),
+                        str(tmp_path / layout / "demo.c"), str(tmp_path / layout / "example" / "main.c"),
+                        "-o", str(exe)], check=True)
         proc = subprocess.run([str(exe)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout

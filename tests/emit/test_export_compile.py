@@ -1,6 +1,6 @@
 """The generated C compiles cleanly with ``-std=c99 -Wall -Wextra -Werror -Wconversion -pedantic``.
 
-Host (gcc: compile, link with main.c and run it) and arm-none-eabi-gcc for Cortex-M0+, M3, M4, M7,
+Host (gcc: compile, link with the example main.c and run it) and arm-none-eabi-gcc for Cortex-M0+, M3, M4, M7,
 M33 and M55 with each target's own flags (link main.c with newlib's nosys.specs); the DSP variant on
 the host (emulation) and on M4/M7/M33/M55 (the instructions), the MVE variant on the host
 (emulation) and on M55 (Helium); both layouts; q15 and f32. A missing compiler FAILS
@@ -43,15 +43,16 @@ def compilers():
 def _jobs(model_key: str, layout: str, dtype: str, variant: str, out, compilers) -> list:
     model = MODELS[model_key]()
     target = "cortex-m55" if variant == "mve" else "cortex-m4"
-    export_model(model, out, target=target, layout=layout, dtype=dtype, variant=variant, measure=False)
+    export_model(model, out, target=target, layout=layout, dtype=dtype, variant=variant, measure=False, example=True)
     name = "mixed" if model_key == "mixed" else "demo"
-    src, main = out / f"{name}.c", out / "main.c"
-    jobs = [("run", [compilers["host"], *STRICT_CFLAGS, "-O2", str(src), str(main), "-o", str(out / "host")])]
+    src, main = out / f"{name}.c", out / "example" / "main.c"
+    jobs = [("run", [compilers["host"], *STRICT_CFLAGS, "-O2", "-I", str(out), str(src), str(main),
+                     "-o", str(out / "host")])]
     cpus = {"dsp": DSP_CPUS, "mve": MVE_CPUS}.get(variant, ARM_CPUS)
     for cpu in cpus:
         flags = list(targets.get(cpu).cflags)
-        jobs.append(("link", [compilers["arm"], *flags, *STRICT_CFLAGS, "--specs=nosys.specs", str(src), str(main),
-                              "-o", str(out / f"{cpu}.elf")]))
+        jobs.append(("link", [compilers["arm"], *flags, *STRICT_CFLAGS, "--specs=nosys.specs", "-I", str(out),
+                              str(src), str(main), "-o", str(out / f"{cpu}.elf")]))
     return jobs
 
 
@@ -115,12 +116,12 @@ def test_mve_variant_uses_the_helium_instructions(compilers, layout, tmp_path):
 def test_header_twice_two_models_and_cplusplus(compilers, tmp_path):
     """Declarations only in the header: included twice, two models in one program, valid C++."""
     a, b = small_models()["oblique"], small_models()["ensemble"]
-    export_model(a, tmp_path / "a", target="native", name="alpha", measure=False)
+    export_model(a, tmp_path / "a", target="native", name="alpha", measure=False, example=True)
     export_model(b, tmp_path / "b", target="native", name="beta", measure=False)
     exe = tmp_path / "both"
     run_cc([compilers["host"], *STRICT_CFLAGS, "-O2", "-I", str(tmp_path / "a"), "-I", str(tmp_path / "b"),
             "-include", "alpha.h", "-include", "beta.h", "-include", "beta.h",
-            str(tmp_path / "a/alpha.c"), str(tmp_path / "b/beta.c"), str(tmp_path / "a/main.c"), "-o", str(exe)])
+            str(tmp_path / "a/alpha.c"), str(tmp_path / "b/beta.c"), str(tmp_path / "a/example/main.c"), "-o", str(exe)])
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stdout
     gxx = require("g++")

@@ -15,6 +15,7 @@ from treegen.core.targets import all_targets
 from treegen.core.targets import get as get_target
 from treegen.emit.export import DTYPES as EXPORT_DTYPES
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
+from treegen.emit.export import LIB_LAYOUTS as EXPORT_LIB_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
 from treegen.emit.export import VOTES as EXPORT_VOTES
 from treegen.emit.export import export_model
@@ -44,6 +45,12 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     p.add_argument("--force", action="store_true",
                    help="replace files in DIR that treegen did not generate (default: refuse)")
+    p.add_argument("--lib-layout", choices=EXPORT_LIB_LAYOUTS, default="plain",
+                   help="plain: DIR/<name>.h/.c; platformio: a PlatformIO library (library.json, src/) for a "
+                        "project's lib/; arduino: an Arduino library (library.properties, src/) (default plain)")
+    p.add_argument("--example", action="store_true",
+                   help="also write an example program (own main(), kept out of the library): DIR/example/main.c; "
+                        "platformio: DIR/examples/<name>/main.c; arduino: the sketch DIR/examples/<name>/<name>.ino")
     g = p.add_argument_group("on-device training (--train: the EFTI engine as a library; treegen.device.train_firmware)")
     g.add_argument("--train", action="store_true",
                    help="write the EFTI engine (tg_efti.*, tg_efti_config.c, example main.c) sized for MODEL or a "
@@ -77,7 +84,8 @@ def cmd_export(args) -> int:
         data = (ds.X, ds.labels if ds.labels.shape[0] else None)
     name = args.name if args.name is not None else Path(args.model).name.removesuffix(".json")
     rep = export_model(model, out, target=target, layout=args.layout, dtype=args.dtype, variant=args.variant,
-                       name=name, data=data, vote=args.vote, force=args.force)
+                       name=name, data=data, vote=args.vote, force=args.force, lib_layout=args.lib_layout,
+                       example=args.example)
     d = rep.to_dict()
     flags = ", ".join(f for f, on in (("FPU", target.fpu), ("DSP", target.dsp)) if on) or "no FPU, no DSP"
     print(f"model           {args.model}  (sha256 {rep.model_hash[:16]})")
@@ -85,6 +93,7 @@ def cmd_export(args) -> int:
     print(f"export          {rep.name}: layout {rep.layout}, dtype {rep.dtype}"
           + (f", variant {rep.variant}" if rep.dtype == "q15" else ""))
     print(f"files           {', '.join(rep.files)}")
+    _print_library_use(args, out, rep.name)
     print(f"input contract  {rep.input_contract}" + ("  (raw integer inputs; tg_" + rep.name + "_predict rounds others)"
                                                     if rep.input_contract == "integer" and rep.dtype == "q15" else ""))
     if len(rep.trees) > 1:
@@ -136,6 +145,26 @@ def cmd_export(args) -> int:
         print(f"note            {note}")
     write_json(args.json, {"command": "export", "model": str(args.model), **d})
     return 0
+
+
+def _print_library_use(args, out: Path, name: str) -> None:
+    """How to use the exported folder (library layout) and, with --example, how to build the example."""
+    from treegen.emit.export import example_path, library_src_dir
+
+    src = library_src_dir(out, args.lib_layout)
+    if args.lib_layout == "platformio":
+        print(f"library         PlatformIO library: copy {out} into your project's lib/ folder")
+    elif args.lib_layout == "arduino":
+        print(f"library         Arduino library: copy {out} into your sketchbook's libraries/ folder "
+              "(or zip it and use Sketch > Include Library > Add .ZIP Library)")
+    else:
+        print(f"library         add {src / (name + '.c')} to your build and {src} to its include path (no main)")
+    if args.example:
+        ex = example_path(out, name, args.lib_layout)
+        if args.lib_layout == "arduino":
+            print(f"example         {ex} (File > Examples > {name} in the Arduino IDE)")
+        else:
+            print(f"example         cc -std=c99 -O2 -I {src} {src / (name + '.c')} {ex} -o {name}_example")
 
 
 def cmd_targets(args) -> int:

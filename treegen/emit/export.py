@@ -2,7 +2,8 @@
 
 Pipeline: float :class:`~treegen.core.model.Model` -> :func:`treegen.emit.quantize.quantize_tree` (the
 integer tree and its documented semantics) -> plain template data (this module) -> C text
-(``templates/c/*.j2``, rendered by :mod:`treegen.core.codegen`) -> ``<name>.h``, ``<name>.c``, ``main.c``.
+(``templates/c/*.j2``, rendered by :mod:`treegen.core.codegen`) -> ``<name>.h``, ``<name>.c`` (the library;
+an example ``main.c`` only on request, in its own folder: see :data:`LIB_LAYOUTS`).
 
 Validation happens here, once, before anything is written (unknown target/layout/dtype/variant,
 a DSP variant on a core without the DSP extension, field widths, estimated flash); the generated C
@@ -68,7 +69,18 @@ MVE_LANES = 8  # int16_t lanes of a 128-bit Helium vector
 STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic")
 SIZE_CFLAGS = ("-ffunction-sections", "-fdata-sections")
 EXAMPLE_ROWS = 4
-TEMPLATES = {"header": "c/model.h.j2", "source": "c/model.c.j2", "main": "c/main.c.j2"}
+TEMPLATES = {"header": "c/model.h.j2", "source": "c/model.c.j2", "main": "c/main.c.j2",
+             "library.json": "library/library.json.j2", "library.properties": "library/library.properties.j2",
+             "sketch": "library/sketch.ino.j2"}
+#: how the files of an export are laid out (``export_model(lib_layout=...)``, ``treegen export --lib-layout``):
+#: ``plain``       DIR/<name>.h, DIR/<name>.c; example: DIR/example/main.c
+#: ``platformio``  a PlatformIO library: DIR/library.json, DIR/src/<name>.h, DIR/src/<name>.c (copy DIR into a
+#:                 project's ``lib/``); example: DIR/examples/<name>/main.c (not compiled with the library)
+#: ``arduino``     an Arduino library (1.5 format): DIR/library.properties, DIR/src/<name>.h, DIR/src/<name>.c;
+#:                 example: the sketch DIR/examples/<name>/<name>.ino
+#: The library folders never hold a ``main()``: the example is written only with ``example=True``.
+LIB_LAYOUTS = ("plain", "platformio", "arduino")
+LIB_VERSION = "1.0.0"      # version of the generated PlatformIO/Arduino library (the model hash identifies it)
 
 # rough code-size model of the unrolled layout (Thumb-2 bytes), only for the up-front flash check
 _UNROLLED_NODE_BYTES = 10
@@ -656,11 +668,54 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
                and not k.startswith((f".rodata.tg_{name}_r", f".text.tg_{name}_raw")))  # q15's raw-input path
 
 
+# ---------------------------------------------------------------------- the files
+def library_src_dir(out_dir, lib_layout: str = "plain") -> Path:
+    """Folder of ``<name>.h`` / ``<name>.c`` in an export of layout ``lib_layout``."""
+    return Path(out_dir) if lib_layout == "plain" else Path(out_dir) / "src"
+
+
+def example_path(out_dir, name: str, lib_layout: str = "plain") -> Path:
+    """Where ``export_model(..., example=True)`` writes the example program of model ``name``."""
+    out = Path(out_dir)
+    if lib_layout == "plain":
+        return out / "example" / "main.c"
+    if lib_layout == "platformio":
+        return out / "examples" / name / "main.c"
+    return out / "examples" / name / f"{name}.ino"
+
+
+def library_texts(ctx: dict, out_dir, *, lib_layout: str = "plain", example: bool = False) -> dict:
+    """{path: text} of an export (see :data:`LIB_LAYOUTS`), rendered from the templates."""
+    _choice(lib_layout, LIB_LAYOUTS, "library layout")
+    out, ident = Path(out_dir), ctx["name"]
+    src = library_src_dir(out, lib_layout)
+    texts = {}
+    lib_ctx = {**ctx, "lib_version": LIB_VERSION, "example": bool(example)}
+    if lib_layout == "platformio":
+        texts[out / "library.json"] = render(TEMPLATES["library.json"], lib_ctx)
+    elif lib_layout == "arduino":
+        texts[out / "library.properties"] = render(TEMPLATES["library.properties"], lib_ctx)
+    texts[src / f"{ident}.h"] = render(TEMPLATES["header"], ctx)
+    texts[src / f"{ident}.c"] = render(TEMPLATES["source"], ctx)
+    if example:
+        texts[example_path(out, ident, lib_layout)] = render(
+            TEMPLATES["sketch" if lib_layout == "arduino" else "main"], ctx)
+    return texts
+
+
 # ---------------------------------------------------------------------- the export
 def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype: str = "q15",
                  variant: str = "auto", name: str | None = None, data=None, measure: bool = True,
-                 vote: str = "auto", force: bool = False) -> ExportReport:
-    """Write ``<name>.h``, ``<name>.c`` and ``main.c`` into ``out_dir``; return an :class:`ExportReport`.
+                 vote: str = "auto", force: bool = False, lib_layout: str = "plain",
+                 example: bool = False) -> ExportReport:
+    """Write the library ``<name>.h`` and ``<name>.c`` into ``out_dir``; return an :class:`ExportReport`.
+
+    ``lib_layout``: ``plain`` (the two files in ``out_dir``), ``platformio`` (``library.json`` +
+    ``src/``) or ``arduino`` (``library.properties`` + ``src/``), see :data:`LIB_LAYOUTS`.
+    ``example``: also write an example program (``example/main.c``; ``examples/<name>/main.c`` for
+    platformio; the sketch ``examples/<name>/<name>.ino`` for arduino) that classifies a few rows and
+    compares them with the Python model. The library files never define ``main``, so the folder can
+    be dropped into an application as it is.
 
     Files already in ``out_dir`` are replaced only if treegen generated them (they carry its banner)
     or ``force`` is true; otherwise nothing is written and a :class:`TreegenError` names the file.
@@ -675,6 +730,7 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     _choice(layout, LAYOUTS, "layout")
     _choice(dtype, DTYPES, "dtype")
     _choice(vote, VOTES, "vote")
+    _choice(lib_layout, LIB_LAYOUTS, "library layout")
     variant = resolve_variant(variant, tgt, dtype)
     ident = c_identifier(name) if name is not None else default_name(model)
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
@@ -714,17 +770,16 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
                            f"({tgt.flash_bytes} bytes)")
 
     out = Path(out_dir)
-    texts = {
-        out / f"{ident}.h": render(TEMPLATES["header"], ctx),
-        out / f"{ident}.c": render(TEMPLATES["source"], ctx),
-        out / "main.c": render(TEMPLATES["main"], ctx),
-    }
+    texts = library_texts(ctx, out, lib_layout=lib_layout, example=example)
     check_overwrite(texts, force=force)
     out = prepare_out_dir(out)
+    for path in texts:
+        prepare_out_dir(path.parent)
     for path, text in texts.items():
         write_generated(path, text, force=force)
 
-    size = (measure_size(out / f"{ident}.c", tgt, out) if measure
+    src_dir = library_src_dir(out, lib_layout)
+    size = (measure_size(src_dir / f"{ident}.c", tgt, src_dir) if measure
             else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"})
 
     agreement = None
