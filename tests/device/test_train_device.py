@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -320,10 +321,12 @@ def test_export_train_library_from_data_runs_and_matches_the_host(tmp_path):
     require_tools("cc")
     csv = SHARED_DATASETS / "gls.csv.gz"
     out = tmp_path / "lib"
-    r = _run_cli("export", str(csv), "--train", "--target", "native", "-o", str(out), "--max-depth", "6")
+    r = _run_cli("export", str(csv), "--train", "--target", "native", "-o", str(out), "--max-depth", "6",
+                 "--example")
     assert r.returncode == 0, r.stderr
-    assert "tg_efti_config.c" in r.stdout and "RAM" in r.stdout
-    sources = [str(p) for p in sorted(out.glob("*.c"))]
+    assert "tg_efti_config.c" in r.stdout and "RAM" in r.stdout and "example/main.c" in r.stdout
+    assert not (out / "main.c").exists()            # the library folder holds no main()
+    sources = [str(p) for p in sorted(out.glob("*.c"))] + [str(out / "example" / "main.c")]
     exe = tmp_path / "example"
     cc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic", "-O2",
                          "-DTG_EXAMPLE_ITERATIONS=2500u", "-I", str(out), "-o", str(exe), *sources],
@@ -345,12 +348,13 @@ def test_export_train_library_from_a_model_for_cortex_m4(tmp_path):
     model_file = tmp_path / "veh.json"
     save(host_model(), model_file)
     out = tmp_path / "lib"
-    r = _run_cli("export", str(model_file), "--train", "--target", "cortex-m4", "-o", str(out), "--max-rows", "500")
+    r = _run_cli("export", str(model_file), "--train", "--target", "cortex-m4", "-o", str(out), "--max-rows", "500",
+                 "--example")
     assert r.returncode == 0, r.stderr
-    for src in ("tg_efti.c", "tg_efti_config.c", "main.c"):
+    for src in ("tg_efti.c", "tg_efti_config.c", "example/main.c"):
         cc = subprocess.run(["arm-none-eabi-gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion",
                              "-pedantic", "-mcpu=cortex-m4", "-mthumb", "-Os", "-DTG_EXAMPLE_NO_STDIO",
-                             "-I", str(out), "-c", str(out / src), "-o", str(tmp_path / (src + ".o"))],
+                             "-I", str(out), "-c", str(out / src), "-o", str(tmp_path / (Path(src).name + ".o"))],
                             capture_output=True, text=True)
         assert cc.returncode == 0, cc.stderr
     r = _run_cli("export", str(model_file), "--train", "--target", "nucleo_l031k6", "-o", str(tmp_path / "x"),

@@ -53,7 +53,7 @@ def register(sub) -> None:
                         "platformio: DIR/examples/<name>/main.c; arduino: the sketch DIR/examples/<name>/<name>.ino")
     g = p.add_argument_group("on-device training (--train: the EFTI engine as a library; treegen.device.train_firmware)")
     g.add_argument("--train", action="store_true",
-                   help="write the EFTI engine (tg_efti.*, tg_efti_config.c, example main.c) sized for MODEL or a "
+                   help="write the EFTI engine (tg_efti.*, tg_efti_config.c; --example: example/main.c) sized for MODEL or a "
                         "training CSV (compiled into flash), after a RAM check")
     g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
@@ -217,7 +217,7 @@ def cmd_export_train(args) -> int:
     rep = export_train_library(args.output, target, params, max_rows=int(max_rows or 0), n_attr=n_attr or 0,
                                n_classes=n_classes or 0, data=data,
                                dsp=args.variant, data_source=source.name if model is None else str(args.data),
-                               force=args.force)
+                               force=args.force, example=args.example)
     s, ram = rep.spec, rep.ram
     print(f"source          {what}")
     print(f"target          {target.name}  ({target.core}; {target.ram_kb} KiB RAM, {target.flash_kb} KiB flash)")
@@ -225,13 +225,15 @@ def cmd_export_train(args) -> int:
     print(f"engine          {s['max_rows']} rows x {s['n_attr']} attributes, classes 2..{s['n_classes']}, depth "
           f"{s['max_depth']}; partial reclassification {'on' if s['partial'] else 'off'}; "
           f"{'SMLALD (DSP)' if s['dsp'] else 'scalar'} dot product")
-    print(f"data            {'in flash (tg_efti_data.c): ' + str(s['flash_rows']) + ' rows' if s['flash_rows'] else 'your firmware fills a RAM buffer (see main.c)'}")
+    print(f"data            {'in flash (tg_efti_data.c): ' + str(s['flash_rows']) + ' rows' if s['flash_rows'] else 'your firmware fills a RAM buffer (see --example)'}")
     print(f"RAM             {ram['total']} bytes needed of {target.ram_bytes} (engine {ram['engine']}, buffers "
           f"{ram['train_buffers']}, stack {ram['stack']})")
     print(f"flash (est.)    {rep.flash_estimate} bytes (tables, data, code)")
     print(f"parameters      digest {s['params_digest']}; max_iter {params.max_iter} (example main), "
           f"oversize_weight {params.oversize_weight}")
-    print(f"example         cc -std=c99 -O2 -I {args.output} {' '.join(str(Path(args.output) / f) for f in rep.files if f.endswith('.c'))}")
+    if args.example:
+        print(f"example         cc -std=c99 -O2 -I {args.output} "
+              f"{' '.join(str(Path(args.output) / f) for f in rep.files if f.endswith('.c'))}")
     if rep.notes and any("off (RAM)" in n for n in rep.notes):
         print("note            partial reclassification is off: it would not fit in RAM (same trees, slower)")
     write_json(args.json, {"command": "export", "train": True, **rep.to_dict()})

@@ -15,7 +15,7 @@ Files (:func:`render_train_sources` for the harness, :func:`export_train_library
     tg_efti_config.h / tg_efti_config.c   const tables from EFTIParams; tg_efti_config_init()
     tg_efti_data.h / tg_efti_data.c    optional: training rows compiled into flash
     tg_train.h / tg_train.c            harness only: the TRAIN_* protocol requests (docs/protocol.md)
-    main.c                             library only: an example (init, step within a budget, read
+    example/main.c                     library only, with example=True: (init, step within a budget, read
                                        the best tree back, classify with it)
 
 RAM is checked *before* anything is built (:func:`check_ram`): the engine's static arrays, the
@@ -428,11 +428,13 @@ class TrainExportReport:
 
 def export_train_library(out_dir, target, params: EFTIParams | None = None, *, max_rows: int, n_attr: int,
                          n_classes: int, data=None, partial: bool | None = None, dsp="auto",
-                         budget: int = 1000, data_source: str = "", force: bool = False) -> TrainExportReport:
+                         budget: int = 1000, data_source: str = "", force: bool = False,
+                         example: bool = False) -> TrainExportReport:
     """Write the engine as a library for the user's own firmware: ``tg_efti.h/.c``,
     ``tg_efti_config.h/.c`` (const tables), with ``data`` (``(X_q15, y, n_classes)``) also
-    ``tg_efti_data.h/.c`` (rows in flash), and an example ``main.c`` (init, steps of ``budget``
-    iterations, the best tree read back node by node, classification with it). RAM is checked
+    ``tg_efti_data.h/.c`` (rows in flash); with ``example`` also ``example/main.c`` (init, steps of
+    ``budget`` iterations, the best tree read back node by node, classification with it), kept out
+    of the library folder so that it can be dropped into an application as it is. RAM is checked
     first (the engine, no harness: a 1 KiB allowance for the caller's own statics)."""
     tgt = _target(target)
     spec = make_train_spec(tgt, params, max_rows=max_rows, n_attr=n_attr, n_classes=n_classes,
@@ -441,16 +443,18 @@ def export_train_library(out_dir, target, params: EFTIParams | None = None, *, m
     auto = partial is None
     spec, est = _check_library_ram(spec, tgt, auto)
     flash = check_flash(spec, tgt)
-    names = ["tg_efti.h", "tg_efti.c", "tg_efti_config.h", "tg_efti_config.c", "main.c",
-             *(DATA_FILES if spec.flash_x is not None else ())]
+    names = ["tg_efti.h", "tg_efti.c", "tg_efti_config.h", "tg_efti_config.c",
+             *(["example/main.c"] if example else []), *(DATA_FILES if spec.flash_x is not None else ())]
     check_overwrite([Path(out_dir) / n for n in names], force=force)   # refuse before writing anything
     out = prepare_out_dir(out_dir)
     files = render_engine_files(out, spec, force=force)
     ctx = {"version": __version__, "has_data": spec.flash_x is not None, "buffer_rows": spec.buffer_rows,
            "budget": int(budget), "max_iter": int(spec.params.max_iter), "target_name": tgt.name,
            "n_classes": spec.n_classes, "n_attr": spec.n_attr}
-    files.append(write_generated(out / "main.c", render("efti/tg_efti_main.c.j2", ctx), force=force))
-    return TrainExportReport(tgt.name, [p.name for p in files], spec.summary(), est, flash,
+    if example:
+        prepare_out_dir(out / "example")
+        files.append(write_generated(out / "example" / "main.c", render("efti/tg_efti_main.c.j2", ctx), force=force))
+    return TrainExportReport(tgt.name, [p.relative_to(out).as_posix() for p in files], spec.summary(), est, flash,
                              asdict(spec.params), int(budget), list(spec.notes))
 
 
