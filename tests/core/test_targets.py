@@ -17,10 +17,10 @@ EMULATED = {"qemu-m3": ("mps2-an385", "cortex-m3"), "qemu-m4": ("mps2-an386", "c
             "qemu-m7": ("mps2-an500", "cortex-m7")}
 BOARDS = {
     # name: (platform, board, core, fpu, dsp, flash_kb, ram_kb, clock_hz)
-    "nucleo_f446re": ("ststm32", "nucleo_f446re", "cortex-m4", True, True, 512, 128, 180_000_000),
-    "bluepill_f103c8": ("ststm32", "bluepill_f103c8", "cortex-m3", False, False, 64, 20, 72_000_000),
-    "nucleo_l031k6": ("ststm32", "nucleo_l031k6", "cortex-m0plus", False, False, 32, 8, 32_000_000),
-    "teensy41": ("teensy", "teensy41", "cortex-m7", True, True, 7936, 512, 600_000_000),
+    "nucleo_f446re": ("ststm32@~19.6.0", "nucleo_f446re", "cortex-m4", True, True, 512, 128, 180_000_000),
+    "bluepill_f103c8": ("ststm32@~19.6.0", "bluepill_f103c8", "cortex-m3", False, False, 64, 20, 72_000_000),
+    "nucleo_l031k6": ("ststm32@~19.6.0", "nucleo_l031k6", "cortex-m0plus", False, False, 32, 8, 32_000_000),
+    "teensy41": ("teensy@~5.2.0", "teensy41", "cortex-m7", True, True, 7936, 512, 600_000_000),
 }
 
 GOOD = """
@@ -147,6 +147,9 @@ BAD = [
     ("no uart", lambda s: s.replace('uart = "cmsdk_uart"\n', ""), "needs the key 'uart'"),
     ("board without board", lambda s: s.replace('kind = "emulated"', 'kind = "board"'),
      "[platformio] is missing key 'board'"),
+    ("board platform unpinned", lambda s: s.replace('kind = "emulated"', 'kind = "board"').replace(
+        'platform = "treegen-qemu"', 'platform = "ststm32"\nboard = "b"\nframework = "arduino"'),
+     "[platformio] platform 'ststm32' must pin a version, like 'ststm32@~19.6.0'"),
     ("toml syntax", lambda s: s + "\n= oops\n", "target file bad.toml:"),
     ("name mismatch", lambda s: s.replace('name = "bad"', 'name = "other"'), "does not match the file name"),
     ("mve not bool", lambda s: s.replace("dsp = true", 'dsp = true\nmve = "yes"'), "key 'mve' must be bool"),

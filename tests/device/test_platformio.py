@@ -9,6 +9,7 @@ from __future__ import annotations
 import configparser
 import dataclasses
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -27,10 +28,10 @@ from treegen.device import platformio as tpio
 
 BOARDS = {
     # target: (platform, board, framework, upload_protocol)
-    "nucleo_f446re": ("ststm32", "nucleo_f446re", "arduino", "stlink"),
-    "bluepill_f103c8": ("ststm32", "bluepill_f103c8", "arduino", "stlink"),
-    "nucleo_l031k6": ("ststm32", "nucleo_l031k6", "arduino", "stlink"),
-    "teensy41": ("teensy", "teensy41", "arduino", "teensy-cli"),
+    "nucleo_f446re": ("ststm32@~19.6.0", "nucleo_f446re", "arduino", "stlink"),
+    "bluepill_f103c8": ("ststm32@~19.6.0", "bluepill_f103c8", "arduino", "stlink"),
+    "nucleo_l031k6": ("ststm32@~19.6.0", "nucleo_l031k6", "arduino", "stlink"),
+    "teensy41": ("teensy@~5.2.0", "teensy41", "arduino", "teensy-cli"),
 }
 EMULATED = {"qemu-m3": "mps2-an385", "qemu-m4": "mps2-an386", "qemu-m7": "mps2-an500"}
 
@@ -74,6 +75,17 @@ def test_board_ini_names_the_official_platform(tmp_path, name):
     assert cp.get(env, "build_src_flags") == "-Dmain=tg_harness_main"   # the Arduino core owns main()
     assert "pio run -t upload" in text
     assert not (tmp_path / "p" / "offline").exists()
+
+
+def test_every_board_ini_pins_its_platform(tmp_path):
+    """Every real-board target (all of targets/*.toml, not a list kept here) names its PlatformIO
+    platform with a pinned version in the generated platformio.ini: name@X.Y.Z, ~X.Y.Z or ^X.Y.Z."""
+    boards = [t for t in targets.all_targets() if t.kind == "board"]
+    assert {t.name for t in boards} >= set(BOARDS)
+    for t in boards:
+        cp = read_ini(tpio.write_build_files(tmp_path / t.name, t))
+        platform = cp.get(f"env:{tpio.env_name(t)}", "platform")
+        assert re.fullmatch(r"[a-z0-9_-]+@[~^]?\d+\.\d+\.\d+", platform), (t.name, platform)
 
 
 def test_board_project_sources(tmp_path):
@@ -303,7 +315,7 @@ def test_cli_build_board_prints_the_upload_command(tmp_path, capsys, monkeypatch
     assert cli.main(["build", str(model_file), "--target", "teensy41"]) == 0
     text = capsys.readouterr().out
     project = Path("build") / "veh-teensy41"
-    assert f"pio run -d {project} -t upload" in text and "'teensy' is not installed" in text
+    assert f"pio run -d {project} -t upload" in text and "'teensy@~5.2.0' is not installed" in text
     assert (tmp_path / project / "platformio.ini").is_file()
     assert (tmp_path / project / "src" / "tg_port_arduino.cpp").is_file()
 

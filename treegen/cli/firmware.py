@@ -161,6 +161,7 @@ def cmd_flash(args) -> int:
     train = _train_spec(args, model, target)
     if target.kind == "board":
         pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
+        pio.check_board_platform(target, out)     # seconds, not PlatformIO's ~60 s wait for its registry
         cmd = pio.pio_command() + pio.upload_command(out, port=args.port)[1:]
         print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
         from treegen.device import processes

@@ -15,12 +15,14 @@ Optional keys (validated when present):
   str: extra QEMU arguments such as ``-icount``), ``flash_base`` / ``ram_base`` (int: where the
   linker script puts code and data, default 0x00000000 / 0x20000000).
 - ``[platformio]`` (required for ``kind = "emulated"`` and ``"board"``): ``platform`` (str); boards
-  also need ``board`` and ``framework``; other keys (``upload_protocol``, ``monitor_speed`` ...) are
-  copied into the generated ``platformio.ini``.
+  also need ``board`` and ``framework``, and their ``platform`` must pin a version
+  (``ststm32@~19.6.0``: PlatformIO's ``name@spec``, so a user's build is reproducible); other keys
+  (``upload_protocol``, ``monitor_speed`` ...) are copied into the generated ``platformio.ini``.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +122,10 @@ _PLATFORMIO_KEYS = {"platform": str, "board": str, "framework": str, "upload_pro
                     "upload_port": str, "monitor_speed": int}
 
 
+#: a PlatformIO platform with a pinned version: ``name@X.Y.Z``, ``name@~X.Y.Z`` or ``name@^X.Y.Z``
+PINNED_PLATFORM = re.compile(r"([a-z0-9][a-z0-9_.-]*)@([~^]?)(\d+)\.(\d+)\.(\d+)")
+
+
 def _check_optional(fname: str, data: dict) -> None:
     kind = data["kind"]
     if kind not in KINDS:
@@ -138,6 +144,9 @@ def _check_optional(fname: str, data: dict) -> None:
                  ("machine", "uart_base") if kind == "emulated" else ())
     pio_required = {"emulated": ("platform",), "board": ("platform", "board", "framework")}.get(kind, ())
     _check_table(fname, data, "platformio", _PLATFORMIO_KEYS, pio_required)
+    if kind == "board" and not PINNED_PLATFORM.fullmatch(str(data["platformio"]["platform"])):
+        raise TreegenError(f"target file {fname}: [platformio] platform {data['platformio']['platform']!r} must "
+                           "pin a version, like 'ststm32@~19.6.0'")
     if kind in ("emulated", "board") and "uart" not in data:
         raise TreegenError(f"target file {fname}: kind {kind!r} needs the key 'uart' (firmware port)")
 

@@ -399,20 +399,123 @@ def _pio_core_dir() -> Path:
     return Path(env) if env else Path.home() / ".platformio"
 
 
+def split_platform(spec: str) -> tuple[str, str]:
+    """``"ststm32@~19.6.0"`` -> ``("ststm32", "~19.6.0")``; no pin -> ``(name, "")``."""
+    name, _, version = str(spec).partition("@")
+    return name.strip(), version.strip()
+
+
+def version_matches(version: str, spec: str) -> bool:
+    """Whether ``version`` (X.Y.Z) satisfies a PlatformIO/semver ``spec``: ``X.Y.Z`` (exact), ``~X.Y.Z``
+    (same X.Y, at least Z), ``^X.Y.Z`` (same X, at least Y.Z; same X.Y when X is 0) or empty (any)."""
+    if not spec:
+        return True
+    m = re.fullmatch(r"([~^]?)(\d+)\.(\d+)\.(\d+)", spec)
+    v = re.match(r"(\d+)\.(\d+)\.(\d+)", version or "")
+    if m is None or v is None:
+        return False
+    op, want, have = m.group(1), tuple(int(g) for g in m.groups()[1:]), tuple(int(g) for g in v.groups())
+    if op == "":
+        return have == want
+    if op == "~":
+        return have[:2] == want[:2] and have >= want
+    if want[0] == 0:
+        return have[:2] == want[:2] and have >= want
+    return have[0] == want[0] and have >= want
+
+
 def platform_installed(platform: str) -> bool:
-    """Whether PlatformIO's global core already has the development platform ``platform`` (then
-    ``pio run`` can build a board project without the registry, given its packages are there too)."""
+    """Whether PlatformIO's global core already has the development platform ``platform`` (``name`` or
+    ``name@spec``, the installed version satisfying the pin): then ``pio run`` can build a board project
+    without the registry, given its packages are there too."""
     root = _pio_core_dir() / "platforms"
     if not root.is_dir():
         return False
     import json
+    name, spec = split_platform(platform)
     for manifest in root.glob("*/platform.json"):
         try:
-            if json.loads(manifest.read_text(encoding="utf-8")).get("name") == platform:
-                return True
+            data = json.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        if data.get("name") == name and version_matches(str(data.get("version", "")), spec):
+            return True
     return False
+
+
+#: hosts PlatformIO downloads platforms and packages from (``pio pkg install``, a first ``pio run``)
+REGISTRY_HOSTS = (("api.registry.platformio.org", 443), ("dl.registry.platformio.org", 443))
+#: ``host:port[,host:port...]`` replacing :data:`REGISTRY_HOSTS` (a mirror or proxy; tests)
+REGISTRY_ENV = "TREEGEN_PIO_REGISTRY"
+REGISTRY_TIMEOUT = 3.0
+
+
+def registry_hosts() -> list[tuple[str, int]]:
+    value = os.environ.get(REGISTRY_ENV, "").strip()
+    if not value:
+        return list(REGISTRY_HOSTS)
+    hosts = []
+    for item in value.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise TreegenError(f"{REGISTRY_ENV}={value!r}: expected host:port[,host:port...]")
+        hosts.append((host.strip("[]"), int(port)))
+    return hosts
+
+
+def registry_reachable(timeout: float = REGISTRY_TIMEOUT) -> tuple[bool, str]:
+    """Whether the PlatformIO registry answers a TCP connection within ``timeout`` seconds (name
+    lookup included): ``(True, host)`` for the first host that connects, else ``(False, "host:port")``
+    of the first host tried. Instead of PlatformIO's own ~60 s wait ending in a bare HTTPClientError."""
+    import socket
+    import threading
+
+    hosts = registry_hosts()
+    result: dict = {}
+
+    def probe():
+        for host, port in hosts:
+            try:
+                with socket.create_connection((host, port), timeout=timeout):
+                    result["ok"] = f"{host}:{port}"
+                    return
+            except OSError:
+                continue
+
+    worker = threading.Thread(target=probe, name="treegen-registry-probe", daemon=True)
+    worker.start()
+    worker.join(timeout * len(hosts) + 0.5)       # a hanging name lookup is cut off here as well
+    if "ok" in result:
+        return True, result["ok"]
+    return False, f"{hosts[0][0]}:{hosts[0][1]}"
+
+
+def emulated_stand_in(target) -> str | None:
+    """An emulated target for a board: its twin (same core, flash and RAM) if there is one, else one
+    with the same core."""
+    t = _target(target)
+    emulated = [e for e in targets_mod.all_targets() if e.kind == "emulated" and e.core == t.core]
+    twins = [e for e in emulated if (e.flash_kb, e.ram_kb) == (t.flash_kb, t.ram_kb)]
+    pick = twins or sorted(emulated, key=lambda e: e.name)
+    return pick[0].name if pick else None
+
+
+def check_board_platform(target, project_dir) -> str | None:
+    """Before ``pio run`` for a real board: None when its platform is installed or the registry is
+    reachable (PlatformIO can fetch what is missing); otherwise raise a one-line TreegenError saying
+    what is missing and what to do (a few seconds, not PlatformIO's ~60 s and bare HTTPClientError)."""
+    t = _target(target)
+    platform = t.platformio.get("platform", "")
+    if t.kind != "board" or platform_installed(platform):
+        return None
+    ok, host = registry_reachable()
+    if ok:
+        return host
+    stand_in = emulated_stand_in(t)
+    alt = f"or use an emulated target (--target {stand_in})" if stand_in else "or use an emulated target"
+    raise TreegenError(f"the PlatformIO platform {platform} for {t.name} is not installed and the PlatformIO "
+                       f"registry ({host}) cannot be reached: while online, run 'pio pkg install -g -p "
+                       f"\"{platform}\"' and build once ('pio run -d {project_dir}'), {alt}")
 
 
 def upload_command(project_dir, *, port: str | None = None) -> list[str]:
