@@ -346,6 +346,7 @@ def test_cli_flash_board_runs_pio_upload(tmp_path, capsys, monkeypatch):
 
     from treegen.device import processes
     monkeypatch.setattr(processes, "run", fake_run)      # the upload runs in its own process group
+    monkeypatch.setattr(tpio, "registry_reachable", lambda timeout=0: (True, "registry"))  # (offline: test_flash_offline)
     model_file = tmp_path / "veh.json"
     save(model("efti"), model_file)
     out = tmp_path / "f446"
@@ -390,6 +391,7 @@ def test_cli_flash_board_with_training_uploads(efti_file, tmp_path, capsys, monk
     calls = []
     from treegen.device import processes
     monkeypatch.setattr(processes, "run", lambda cmd, **kw: calls.append(cmd) or 0)
+    monkeypatch.setattr(tpio, "registry_reachable", lambda timeout=0: (True, "registry"))
     model_file = efti_file
     out = tmp_path / "f446"
     code, text, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", out, "--train",
