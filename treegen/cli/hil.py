@@ -36,8 +36,9 @@ def register(sub) -> None:
                    help="model code layout to build (default table; with --port: checked against the device)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default=None,
                    help="multiply-accumulate variant to build (default auto; with --port: checked against the device)")
-    p.add_argument("-o", "--output", metavar="DIR",
-                   help="build directory (default: build/<model>-<target>)")
+    p.add_argument("-o", "--output", "--build-dir", dest="output", metavar="DIR",
+                   help="build directory (default: build/<model>-<target>, as for treegen build); a complete "
+                        "'treegen build' of the same model, layout and variant there is reused, not rebuilt")
     p.add_argument("--timeout", type=positive_float, default=10.0, metavar="S",
                    help="seconds to wait for each response (default 10)")
     p.add_argument("--bench-iters", type=int_range(0, 65535), default=2000, metavar="N",
@@ -115,7 +116,14 @@ def _hil_outputs(args, report: dict) -> None:
 
 def _print_hil(r: dict) -> None:
     if r.get("firmware"):
-        built = f"  (built in {r['seconds']['build']:.1f} s)" if "build" in r["seconds"] else ""
+        if r.get("firmware_reused"):
+            built = "  (reused: already built for this model, layout and variant; not rebuilt)"
+        elif "build" in r["seconds"]:
+            built = f"  (built in {r['seconds']['build']:.1f} s"
+            built += f"; replaced the build of model {r['firmware_replaced'][:16]} there)" \
+                if r.get("firmware_replaced") else ")"
+        else:
+            built = ""
         print(f"firmware        {r['firmware']}{built}")
     if r["flash_bytes"] is not None:
         print(f"flash / RAM     {r['flash_bytes']} / {r['ram_bytes']} bytes")

@@ -44,6 +44,7 @@ are always killed before :func:`run_hil` returns or raises.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +160,8 @@ class Firmware:
     ram_bytes: int | None
     build_seconds: float
     project: Path | None = None
+    reused: bool = False         # an up-to-date build found in the folder (treegen build), not rebuilt
+    replaced: str | None = None  # rebuilt over a build of this other model (hash) in the same folder
 
     @property
     def variant_string(self) -> str:
@@ -166,9 +169,53 @@ class Firmware:
         return f"q15-{self.layout}-{self.variant}"
 
 
-def build_firmware(model: Model, target, build_dir, *, layout: str = "table", variant: str = "auto") -> Firmware:
+_BUILD_LINE = re.compile(r"^; model (\S+)  layout (\S+)  variant (\S+)$", re.M)
+
+
+def built_model(build_dir, target) -> tuple[str, str, str] | None:
+    """(model hash, layout, variant as asked) of the PlatformIO project in ``build_dir`` for ``target``
+    (``treegen build``/``flash``/``hil`` write them into platformio.ini), or None."""
+    tgt = _target(target)
+    try:
+        ini = (Path(build_dir) / "platformio.ini").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    m = _BUILD_LINE.search(ini)
+    if m is None or f"; target {tgt.name}:" not in ini:
+        return None
+    return m.group(1), m.group(2), m.group(3)
+
+
+def reusable_firmware(model: Model, target, build_dir, *, layout: str, variant: str) -> Path | None:
+    """The firmware.elf of a complete build in ``build_dir`` (e.g. by ``treegen build -o DIR``) of this
+    model for ``target`` with this layout and (resolved) variant, without on-device training; else None.
+    "Complete" is the build folder's stamp (:mod:`treegen.device.buildfolder`): the ELF was built from
+    the project as it is now."""
+    from treegen.device import platformio as pio
+    from treegen.emit.export import resolve_variant
+
+    tgt = _target(target)
+    built = built_model(build_dir, tgt)
+    if built is None or built[0] != model.hash() or built[1] != layout:
+        return None
+    try:
+        if resolve_variant(built[2], tgt, "q15") != resolve_variant(variant, tgt, "q15"):
+            return None
+    except TreegenError:
+        return None
+    if (Path(build_dir) / "src" / "tg_train.c").exists():      # built with --train: another firmware
+        return None
+    return pio.firmware_current(build_dir, tgt, f"model {model.hash()}  layout {layout}  variant {built[2]}")
+
+
+def build_firmware(model: Model, target, build_dir, *, layout: str = "table", variant: str = "auto",
+                   reuse: bool = True) -> Firmware:
     """Generate and build the harness for ``model``: native (host compiler) or an emulated board
-    (offline PlatformIO). Real boards are built and flashed with ``treegen flash``."""
+    (offline PlatformIO). Real boards are built and flashed with ``treegen flash``.
+
+    ``reuse`` (emulated boards): a complete build of the same model, layout and variant already in
+    ``build_dir`` (``treegen build -o DIR``) is used as it is (``Firmware.reused``); a build of another
+    model there is replaced (``Firmware.replaced`` = its model hash)."""
     from treegen.emit.export import LAYOUTS, _choice, resolve_variant
 
     tgt = _target(target)
@@ -184,11 +231,19 @@ def build_firmware(model: Model, target, build_dir, *, layout: str = "table", va
     if tgt.kind == "emulated":
         from treegen.device import platformio as pio
 
+        if reuse:
+            elf = reusable_firmware(model, tgt, out, layout=layout, variant=variant)
+            if elf is not None:
+                size = pio.check_size(elf, tgt)
+                return Firmware(tgt.name, elf.resolve(), layout, resolved, size.flash, size.ram, 0.0, out,
+                                reused=True)
+        before = built_model(out, tgt)
+        replaced = before[0] if before is not None and before[0] != model.hash() else None
         pio.write_project(model, out, target=tgt, layout=layout, variant=variant)
         elf = pio.build(out, target=tgt)
         seconds = time.perf_counter() - t0
         size = pio.check_size(elf, tgt)
-        return Firmware(tgt.name, elf, layout, resolved, size.flash, size.ram, seconds, out)
+        return Firmware(tgt.name, elf, layout, resolved, size.flash, size.ram, seconds, out, replaced=replaced)
     raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built by treegen hil: flash the board with "
                        f"'treegen flash MODEL --target {tgt.name} --port PORT', then pass --port")
 
@@ -382,8 +437,8 @@ def _new_report(model: Model, tgt: _targets.Target, port: str | None) -> dict:
         "layout": None, "variant": None, "rows": 0, "mismatches": None, "mismatch_rows": [],
         "float_agreement": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
         "counter_unit": None, "bench": None, "flash_bytes": None, "ram_bytes": None, "device": None,
-        "data": None, "seconds": {}, "checks": [{"name": c, "ok": None, "seconds": 0.0, "message": "not run"}
-                                                for c in CHECKS],
+        "data": None, "firmware_reused": False, "firmware_replaced": None, "seconds": {},
+        "checks": [{"name": c, "ok": None, "seconds": 0.0, "message": "not run"} for c in CHECKS],
     }
 
 
@@ -449,7 +504,12 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
         fw = None
         if port is None:
             fw = build_firmware(model, tgt, build_dir, layout=layout or "table", variant=variant or "auto")
-            report["seconds"]["build"] = round(fw.build_seconds, 3)
+            if fw.reused:
+                report["firmware_reused"] = True
+            else:
+                report["seconds"]["build"] = round(fw.build_seconds, 3)
+                if fw.replaced:
+                    report["firmware_replaced"] = fw.replaced
         else:
             fw = existing_firmware(model, tgt, build_dir, layout=layout, variant=variant)
         if fw is not None:
