@@ -145,7 +145,6 @@ def generate(impl: str, clf, model, name: str, n_features: int, out: Path,
 
         _, layout, dtype = impl.split("-")[:3]
         export_model(model, out, target=target, layout=layout, dtype=dtype, name=name, measure=False)
-        (out / "main.c").unlink(missing_ok=True)
         fn = {"q15": f"tg_{name}_predict_q15", "f32": f"tg_{name}_predict_f32"}[dtype]
         if impl.endswith("-raw"):
             fn = f"tg_{name}_predict"

@@ -106,7 +106,7 @@ def measure(model, ds_name: str, X_raw, labels, target: str, layout: str, varian
     for i, p in enumerate(paths(qt, ref.X_q15)):
         groups.setdefault(p, []).append(i)
     fw = hil.build_firmware(model, tgt, work / f"{ds_name}-{target}-{layout}-{variant}", layout=layout,
-                            variant=variant)
+                            variant=variant, reuse=False)    # build time is part of the figures
     with tempfile.TemporaryDirectory() as tmp:
         exp = export_model(model, tmp, target=tgt, layout=layout, variant=variant, name="m", measure=True)
     with hil.open_device(tgt, firmware=fw, timeout=timeout, model=model) as dev:

@@ -148,7 +148,6 @@ def generate(impl: str, est, model, name: str, n_features: int, out: Path) -> tu
 
         _, layout, dtype = impl.split("-")[:3]
         rep = export_model(model, out, target=TARGET, layout=layout, dtype=dtype, name=name, measure=False)
-        (out / "main.c").unlink(missing_ok=True)
         fn = f"tg_{name}_predict_q15" if impl.endswith("-fast") else f"tg_{name}_predict"
         kind = "q15" if impl.endswith("-fast") else "float"
         config = (f'#include "{name}.h"\n#define TG_INPUT_T {C_TYPES[kind]}\n'
