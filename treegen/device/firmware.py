@@ -215,7 +215,7 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
     if train is not None:
         train, max_payload = plan_train(model, tgt, train, max_payload)
     out = prepare_out_dir(out_dir)
-    # export into a scratch folder and keep <name>.h/.c (the exporter also writes an example main.c)
+    # export into a scratch folder (the library: <name>.h/.c, no main) and copy it beside the harness
     with tempfile.TemporaryDirectory(prefix="treegen-export-") as tmp:
         report = export_model(model, tmp, target=tgt, layout=layout, dtype="q15", variant=variant,
                               name=c_identifier(name), measure=False)
