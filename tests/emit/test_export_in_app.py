@@ -148,8 +148,9 @@ def test_arduino_library_compiles_as_an_arduino_build_would(models, tmp_path, ca
     flags = list(targets.get("cortex-m4").cflags)
     run_cc([require("arm-none-eabi-gcc"), *flags, *STRICT_CFLAGS, "-I", str(src), "-c", str(src / "blossom.c"),
             "-o", str(build / "blossom_m4.o")])
-    run_cc([require("arm-none-eabi-g++"), *flags, "-std=gnu++11", "-fno-exceptions", "-fno-rtti", "-Wall", "-Wextra",
-            "-Werror", "-I", str(STUB), "-I", str(src), "-x", "c++", "-c", str(sketch), "-o", str(build / "sketch_m4.o")])
+    run_cc([require("arm-none-eabi-g++"), *flags, "-std=gnu++11", "-fno-exceptions", "-fno-rtti", "-Wall",
+            "-Wextra", "-Werror", "-I", str(STUB), "-I", str(src), "-x", "c++", "-c", str(sketch),
+            "-o", str(build / "sketch_m4.o")])
 
 
 def test_the_three_layouts_hold_the_same_c(models, tmp_path, capsys):

@@ -53,8 +53,8 @@ def register(sub) -> None:
                         "platformio: DIR/examples/<name>/main.c; arduino: the sketch DIR/examples/<name>/<name>.ino")
     g = p.add_argument_group("on-device training (--train: the EFTI engine as a library; treegen.device.train_firmware)")
     g.add_argument("--train", action="store_true",
-                   help="write the EFTI engine (tg_efti.*, tg_efti_config.c; --example: example/main.c) sized for MODEL or a "
-                        "training CSV (compiled into flash), after a RAM check")
+                   help="write the EFTI engine (tg_efti.*, tg_efti_config.c; --example: example/main.c) sized for "
+                        "MODEL or a training CSV (compiled into flash), after a RAM check")
     g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
     g.add_argument("--max-rows", type=int_at_least(2, "an integer"), metavar="N",
