@@ -1,6 +1,7 @@
-"""The device extra (pyserial, platformio, scons): fit, export, predict and show work without it, and
-each command that needs it says so in one line (``... needs the device extra: pip install
-'treegen[device]'``, exit 2). The missing packages are simulated by blocking their import."""
+"""The extras: fit, cv, export, predict and show work with the core dependencies only (without the
+device extra: pyserial, platformio, scons; the compare extra: scipy, distributed; the plugin's pytest),
+and each command that needs a missing extra says so in one line (``... needs the device extra: pip
+install 'treegen[device]'``, exit 2). Missing packages are simulated by blocking their import."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from conftest import assert_user_error
 
 REPO = Path(__file__).resolve().parents[2]
-DEVICE_MODULES = ("serial", "platformio", "SCons")
+EXTRA_MODULES = ("serial", "platformio", "SCons", "scipy", "distributed", "dask", "pytest", "matplotlib")
 
 BLOCKED_RUN = '''
 import sys
@@ -33,7 +34,7 @@ print("loaded:", sorted(m for m in sys.modules if m.split(".")[0] in {blocked!r}
 '''
 
 
-def test_fit_export_predict_show_need_no_device_extra(tmp_path, datasets_dir):
+def test_fit_cv_export_predict_show_need_no_extra(tmp_path, datasets_dir):
     data = datasets_dir / "irs.csv.gz"
     model = tmp_path / "m.json"
     commands = [
@@ -41,8 +42,9 @@ def test_fit_export_predict_show_need_no_device_extra(tmp_path, datasets_dir):
         ["export", str(model), "--target", "cortex-m4", "-o", str(tmp_path / "c")],
         ["predict", str(model), str(data), "-o", str(tmp_path / "pred.csv")],
         ["show", str(model)],
+        ["cv", str(data), "--algo", "cart", "--max-depth", "3", "--folds", "2", "-q"],
     ]
-    code = BLOCKED_RUN.format(blocked=set(DEVICE_MODULES), commands=commands)
+    code = BLOCKED_RUN.format(blocked=set(EXTRA_MODULES), commands=commands)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
@@ -76,3 +78,12 @@ def test_build_without_platformio_names_the_extra(module, package, cart_model, t
     assert_user_error(capsys, ["build", cart_model, "--target", "qemu-m4", "-o", tmp_path / "fw"],
                       f"{package} is not installed; building firmware needs the device extra: "
                       "pip install 'treegen[device]'")
+
+
+def test_compare_without_scipy_names_the_extra(tmp_path, capsys, monkeypatch):
+    for mod in ("treegen.core.stats", "treegen.learn.compare"):     # imported afresh, as in a new process
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    assert_user_error(capsys, ["compare", "bcw", "--algos", "cart", "--json", tmp_path / "c.json"],
+                      "scipy is not installed; treegen compare (its statistical tests) needs the compare extra: "
+                      "pip install 'treegen[compare]'")
