@@ -42,8 +42,7 @@ import pytest
 from treegen.core import targets as tg_targets
 from treegen.core.errors import TreegenError
 from treegen.device.protocol import DeviceClient
-from treegen.hil.devices import (ITEM_ATTR, Firmwares, RunningDevice, connected, expected_counter_unit,  # noqa: F401
-                                 open_client, require_tools, start_device)
+from treegen.hil.devices import ITEM_ATTR, Firmwares, connected, start_device
 
 from . import models as hil_models
 
@@ -52,7 +51,6 @@ DEFAULT_TARGETS = ("native", "qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-
 #: (EFTI on veh: an 18-attribute oblique tree) unless named with --hil-target
 CORE_ONLY_TARGETS = ("qemu-m33", "qemu-m55")
 CORE_ONLY_MODULES = ("test_device.py", "test_variants.py")
-_require_tools = require_tools       # the name hil/test_alternatives.py uses
 
 
 # ---------------------------------------------------------------------- options

@@ -31,7 +31,7 @@ def model_and_data(tmp_path_factory):
     clf = CARTClassifier(max_depth=4).fit(X, y, feature_names=["a", "b", "c", "d"])
     model = save(clf.model_, d / "m.json")
     order = [2, 0, 3, 1]                       # matched back by name
-    lines = [",".join(["c", "a", "d", "b", "label"])]
+    lines = ["c,a,d,b,label"]
     lines += [",".join(str(int(v)) for v in row[order]) + f",{lab}" for row, lab in zip(X, y)]
     data = d / "d.csv"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -126,8 +126,9 @@ def test_bundled_checks_from_a_fresh_venv_outside_the_checkout(tmp_path, model_a
                          cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, f"pip install failed:\n{pip.stdout}\n{pip.stderr}"
 
-    where = subprocess.run([str(py), "-c", "import treegen, treegen.hil.plugin, treegen.core.resources as r; "
-                                           "print(treegen.__file__); print(r.templates_dir()); print(r.targets_dir())"],
+    code = ("import treegen, treegen.hil.plugin, treegen.core.resources as r; "
+            "print(treegen.__file__); print(r.templates_dir()); print(r.targets_dir())")
+    where = subprocess.run([str(py), "-c", code],
                            cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert where.returncode == 0, where.stderr
     site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
