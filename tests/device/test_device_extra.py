@@ -80,10 +80,17 @@ def test_build_without_platformio_names_the_extra(module, package, cart_model, t
                       "pip install 'treegen[device]'")
 
 
-def test_compare_without_scipy_names_the_extra(tmp_path, capsys, monkeypatch):
-    for mod in ("treegen.core.stats", "treegen.learn.compare"):     # imported afresh, as in a new process
+def test_compare_without_scipy_names_the_extra(tmp_path, datasets_dir, capsys, monkeypatch):
+    import treegen.core
+    import treegen.learn
+
+    # imported afresh, as in a new process (the modules, and the packages' attributes naming them)
+    for mod in ("treegen.core.stats", "treegen.learn.compare"):
         monkeypatch.delitem(sys.modules, mod, raising=False)
+    monkeypatch.delattr(treegen.core, "stats", raising=False)
+    monkeypatch.delattr(treegen.learn, "compare", raising=False)
     monkeypatch.setitem(sys.modules, "scipy", None)
-    assert_user_error(capsys, ["compare", "bcw", "--algos", "cart", "--json", tmp_path / "c.json"],
+    assert_user_error(capsys, ["compare", datasets_dir / "bcw.csv.gz", "--algos", "cart", "--json",
+                               tmp_path / "c.json"],
                       "scipy is not installed; treegen compare (its statistical tests) needs the compare extra: "
                       "pip install 'treegen[compare]'")
