@@ -53,7 +53,7 @@ USER_TESTS = '''
 import sys
 
 def test_plain():
-    # the plugin is loaded, yet nothing of treegen beyond it (no numpy, no model code) was imported
+    # the plugin is loaded, yet neither numpy nor treegen's model code was imported
     assert "treegen.hil.plugin" in sys.modules
     assert "numpy" not in sys.modules and "treegen.core.model" not in sys.modules
 '''

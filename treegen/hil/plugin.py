@@ -27,11 +27,11 @@ Fixtures, for the bundled checks (``pytest --pyargs treegen.hil ...``) and for y
     ``treegen_record(name, value)``: a figure of this test (rows/s, instructions per inference, ...),
     written by ``--junitxml`` as a property of its testcase.
 
-Nothing is collected and nothing of treegen beyond this module is imported unless a test asks for
-a ``treegen_*`` fixture. A test that asks for the device when it cannot be built, started or
-reached FAILS with one line (a missing option names the option); it is never skipped. A failing
-test's report has a "treegen device" section (URL, QEMU's stderr or the native harness's log).
-JUnit XML comes from pytest's own ``--junitxml`` (figures as ``record_property`` properties).
+Nothing is collected, and neither numpy nor treegen's models, learners or device code are imported,
+unless a test asks for a ``treegen_*`` fixture. A test that asks for the device when it cannot be
+built, started or reached FAILS with one line (a missing option names the option); it is never
+skipped. A failing test's report has a "treegen device" section (URL, QEMU's stderr or the native
+harness's log). JUnit XML comes from pytest's own ``--junitxml`` (figures as testcase properties).
 """
 
 from __future__ import annotations
