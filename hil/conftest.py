@@ -18,23 +18,31 @@ Options (``pytest hil --help``, group "hil"):
                      seeded random Q15 rows).
 ``--hil-timeout S``  seconds per request (default 20).
 
+The plugin's options ``--treegen-target``, ``--treegen-port``, ``--treegen-model``, ``--treegen-data``
+and ``--treegen-timeout`` (:mod:`treegen.hil.plugin`) are accepted here too, for the same things.
+The machinery (firmware builds, started devices, clients, the failure report) is the plugin's
+(:mod:`treegen.hil.devices`); this conftest parametrises it over the suite's targets and models and
+gives the bundled checks (``treegen/hil/test_*.py``, re-exported by ``test_device.py`` and
+``test_robustness.py``) their ``treegen_*`` fixtures from these parameters.
+
 Each emulated or native firmware is built once per session (offline PlatformIO / host compiler).
 Every started process (QEMU, native harness) and every opened port is closed in ``finally``, and a
 device that cannot be reached, built or started makes the test FAIL, never skip. A failing test's
-report carries a "hil device" section: the URL, and QEMU's stderr or the native harness log.
+report carries a "treegen device" section: the URL, and QEMU's stderr or the native harness log.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from treegen.core import targets as tg_targets
 from treegen.core.errors import TreegenError
-from treegen.device.protocol import CounterUnit, DeviceClient
+from treegen.device.protocol import DeviceClient
+from treegen.hil.devices import ITEM_ATTR, Firmwares, connected, start_device
 
 from . import models as hil_models
 
@@ -43,7 +51,6 @@ DEFAULT_TARGETS = ("native", "qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-
 #: (EFTI on veh: an 18-attribute oblique tree) unless named with --hil-target
 CORE_ONLY_TARGETS = ("qemu-m33", "qemu-m55")
 CORE_ONLY_MODULES = ("test_device.py", "test_variants.py")
-TOOLS = {"emulated": ("arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-arm"), "host": ("cc",)}
 
 
 # ---------------------------------------------------------------------- options
@@ -58,7 +65,7 @@ def pytest_addoption(parser):
                 help="model file under test (default: the suite's EFTI/CART models; with --hil-port: "
                      "recognised by the device's model hash)")
     g.addoption("--hil-data", default=None, metavar="CSV", help="rows for --hil-model")
-    g.addoption("--hil-timeout", type=float, default=20.0, metavar="S", help="seconds per request (default 20)")
+    g.addoption("--hil-timeout", type=float, default=None, metavar="S", help="seconds per request (default 20)")
 
 
 @dataclass(frozen=True)
@@ -79,9 +86,15 @@ def _options(config) -> HilOptions:
     cached = getattr(config, "_hil_options", None)
     if cached is not None:
         return cached
+    def opt(name):          # --hil-NAME, else the plugin's --treegen-NAME
+        value = config.getoption(f"--hil-{name}")
+        return value if value is not None else config.getoption(f"--treegen-{name}", None)
+
     raw = config.getoption("--hil-target") or []
+    if not raw and config.getoption("--treegen-target", None):
+        raw = [config.getoption("--treegen-target")]
     targets = tuple(t.strip() for item in raw for t in item.split(",") if t.strip()) or DEFAULT_TARGETS
-    port = config.getoption("--hil-port")
+    port = opt("port")
     if port is not None and len(targets) != 1:
         raise pytest.UsageError("--hil-port needs exactly one --hil-target (the target the device was built for)")
     for t in targets:
@@ -89,10 +102,12 @@ def _options(config) -> HilOptions:
             tg_targets.get(t)
         except TreegenError as exc:
             raise pytest.UsageError(f"--hil-target: {exc}") from None
-    if config.getoption("--hil-data") and not config.getoption("--hil-model"):
+    if opt("data") and not opt("model"):
         raise pytest.UsageError("--hil-data needs --hil-model")
-    opts = HilOptions(targets, port, config.getoption("--hil-model"), config.getoption("--hil-data"),
-                      float(config.getoption("--hil-timeout")), default_targets=not raw)
+    timeout = config.getoption("--hil-timeout")
+    if timeout is None:
+        timeout = config.getoption("--treegen-timeout", 20.0)
+    opts = HilOptions(targets, port, opt("model"), opt("data"), float(timeout), default_targets=not raw)
     config._hil_options = opts
     return opts
 
@@ -156,16 +171,6 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-
-
-# ---------------------------------------------------------------------- failure reports
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item, call):
-    rep = yield
-    dev = getattr(item, "_hil_device", None)
-    if rep.failed and dev is not None:
-        rep.sections.append(("hil device", dev.describe()))
-    return rep
 
 
 # ---------------------------------------------------------------------- model
@@ -233,55 +238,10 @@ def case(case_name, hil_cases) -> hil_models.Case:
     return hil_cases.get(case_name)
 
 
-# ---------------------------------------------------------------------- firmware
-def _require_tools(kind: str) -> None:
-    import shutil
-
-    missing = [t for t in TOOLS.get(kind, ()) if shutil.which(t) is None]
-    if missing:
-        pytest.fail(f"missing {', '.join(missing)}: install the Debian packages gcc-arm-none-eabi "
-                    "libnewlib-arm-none-eabi qemu-system-arm gcc (bash scripts/setup.sh)", pytrace=False)
-
-
-class _Firmwares:
-    """Firmware builds, once per (target, model, layout, variant) and session."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self._cache: dict = {}
-
-    def get(self, target: tg_targets.Target, case: hil_models.Case, *, layout: str | None = None,
-            variant: str = "auto"):
-        from treegen.device import hil
-        from treegen.emit.export import resolve_variant
-
-        layout = layout or case.layout
-        try:
-            variant = resolve_variant(variant, target, "q15")     # auto -> dsp/scalar: one build for both
-        except TreegenError as exc:
-            variant = f"{variant} on {target.name}: {exc}"       # a failure (below, outside the except)
-        if ":" in variant:
-            pytest.fail(variant, pytrace=False)
-        key = (target.name, case.model.hash(), layout, variant)
-        if key not in self._cache:
-            if target.kind not in ("host", "emulated"):
-                pytest.fail(f"target {target.name} is a real board ({target.kind}): flash it with 'treegen flash' "
-                            f"and pass --hil-port (e.g. --hil-port /dev/ttyACM0)", pytrace=False)
-            _require_tools(target.kind)
-            out = self.root / f"{target.name}-{case.name}-{layout}-{variant}"
-            try:
-                self._cache[key] = hil.build_firmware(case.model, target, out, layout=layout, variant=variant)
-            except TreegenError as exc:
-                self._cache[key] = f"firmware build for {target.name} ({case.name}, {layout}, {variant}) failed: {exc}"
-        value = self._cache[key]
-        if isinstance(value, str):
-            pytest.fail(value, pytrace=False)
-        return value
-
-
+# ---------------------------------------------------------------------- firmware, device, dut
 @pytest.fixture(scope="session")
-def firmwares(tmp_path_factory) -> _Firmwares:
-    return _Firmwares(tmp_path_factory.mktemp("hil-firmware"))
+def firmwares(tmp_path_factory) -> Firmwares:
+    return Firmwares(tmp_path_factory.mktemp("hil-firmware"))
 
 
 @pytest.fixture
@@ -292,124 +252,61 @@ def firmware(hil_options, target, case, firmwares):
     return firmwares.get(target, case)
 
 
-# ---------------------------------------------------------------------- device and dut
-@dataclass(eq=False)
-class RunningDevice:
-    """A device serving the protocol at ``url``: started here (``process``) or given by --hil-port."""
-    target: tg_targets.Target
-    url: str
-    process: object = None
-    firmware: object = None
-    notes: list = field(default_factory=list)
-
-    def describe(self) -> str:
-        lines = [f"device {self.target.name} at {self.url}"]
-        if self.firmware is not None:
-            lines.append(f"firmware {self.firmware.path}")
-        proc = self.process
-        if proc is not None and hasattr(proc, "stderr") and callable(proc.stderr):
-            rc = proc.poll()
-            lines.append(f"QEMU {'running' if rc is None else f'exited with status {rc}'}; command: "
-                         f"{' '.join(proc.command)}")
-            err = proc.stderr().strip()
-            lines.append(f"QEMU stderr: {err or '(empty)'}")
-        elif proc is not None:
-            lines.append(f"native harness {'running' if proc.returncode is None else f'exited with status {proc.returncode}'}"
-                         f"; log: {proc.log_path}")
-            tail = proc.log_tail()
-            if tail:
-                lines.append(f"log tail: {tail}")
-        return "\n".join(lines + self.notes)
-
-
-@contextlib.contextmanager
-def start_device(target: tg_targets.Target, fw, port: str | None):
-    """A :class:`RunningDevice` for ``fw`` on ``target`` (or the device at ``port``); stopped at exit."""
-    if port is not None:
-        yield RunningDevice(target, port)
-        return
-    if fw is None:
-        pytest.fail(f"no firmware for {target.name}", pytrace=False)
-    if target.kind == "host":
-        from treegen.device.firmware import NativeDevice
-
-        proc = NativeDevice(fw.path)
-        error = None
-        try:
-            path = proc.start()
-        except TreegenError as exc:
-            error = f"native harness did not start: {exc}"
-        if error:
-            pytest.fail(error, pytrace=False)
-        try:
-            yield RunningDevice(target, path, proc, fw)
-        finally:
-            proc.kill()
-            proc.stop(check=False)
-        return
-    from treegen.device.emulator import QemuBoard
-
-    board = QemuBoard(target, fw.path)
-    error = None
-    try:
-        board.start()
-    except TreegenError as exc:
-        error = f"QEMU did not start for {target.name}: {exc}"
-    if error:
-        pytest.fail(error, pytrace=False)
-    try:
-        yield RunningDevice(target, board.url, board, fw)
-    finally:
-        board.close()
-
-
 @pytest.fixture
 def device(request, hil_options, target, firmware):
     """The running device (no client connected yet): QEMU or the native harness started for this
     test and always stopped afterwards, or the --hil-port device."""
     with start_device(target, firmware, hil_options.port) as dev:
-        request.node._hil_device = dev
+        setattr(request.node, ITEM_ATTR, dev)
         yield dev
-
-
-def open_client(dev: RunningDevice, timeout: float) -> DeviceClient:
-    error = None
-    try:
-        client = DeviceClient.open(dev.url, timeout=timeout)
-    except TreegenError as exc:
-        error = f"cannot open the device's port: {exc}"
-    if error:
-        pytest.fail(error, pytrace=False)
-    if dev.process is None:
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            client.port.reset_input_buffer()
-    return client
 
 
 @pytest.fixture
 def dut(device, hil_options, case, target):
     """A :class:`~treegen.device.protocol.DeviceClient` connected to the device, which has answered INFO
     for the model under test ("device runs model X, expected Y" otherwise); closed in ``finally``."""
-    from treegen.device.hil import WrongModel, check_identity
-
-    client = open_client(device, hil_options.timeout)
-    try:
-        error = None
-        try:
-            check_identity(client.info(), case.model, target)
-        except WrongModel as exc:
-            error = f"{device.url}: {exc}"
-        if error:
-            pytest.fail(error, pytrace=False)
+    with connected(device, case, target, hil_options.timeout) as client:
         yield client
-    finally:
-        client.close()
 
 
-def expected_counter_unit(target: tg_targets.Target) -> int:
-    """What BENCH counts on this target: host ns, QEMU instructions, real boards cycles (ns on M0/M0+)."""
-    if target.kind == "host":
-        return CounterUnit.NANOSECONDS
-    if target.kind == "emulated":
-        return CounterUnit.INSTRUCTIONS
-    return CounterUnit.NANOSECONDS if target.core.startswith("cortex-m0") else CounterUnit.CYCLES
+# ---------------------------------------------------------------------- the plugin's fixtures, parametrised
+# The bundled checks (treegen/hil/test_*.py) ask for treegen_*; here they get this suite's
+# (target, case) parameters instead of the single --treegen-target / --treegen-model.
+@pytest.fixture
+def treegen_options(hil_options):
+    return hil_options
+
+
+@pytest.fixture
+def treegen_target(target):
+    return target
+
+
+@pytest.fixture
+def treegen_case(case):
+    return case
+
+
+@pytest.fixture
+def treegen_model(case):
+    return case.model
+
+
+@pytest.fixture
+def treegen_firmwares(firmwares):
+    return firmwares
+
+
+@pytest.fixture
+def treegen_firmware(firmware):
+    return firmware
+
+
+@pytest.fixture
+def treegen_running_device(device):
+    return device
+
+
+@pytest.fixture
+def treegen_device(dut):
+    return dut

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from treegen import CARTClassifier, EFTIClassifier, make_estimator, save
-from treegen.core.data import load_csv, load_for_model
-from treegen.core.model import Model, load
+from treegen.core.data import load_csv
+from treegen.hil.cases import Case
+from treegen.hil.cases import file_case as _file_case
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -49,27 +48,6 @@ ALTERNATIVE_CASES = {
     "de-id3-veh": ("de-id3", "veh", "unrolled", "qemu-m7", {"max_depth": 8, "random_state": 1}),
     "id3-car": ("id3", "car", "unrolled", "qemu-m4", {"categorical": "0,1,2,3,4,5", "pruning": "pessimistic"}),
 }
-
-
-@dataclass(eq=False)
-class Case:
-    """A model under test and the rows streamed to the device."""
-    name: str
-    algo: str                    # efti, cart, or "file" (--hil-model)
-    model: Model
-    X_raw: np.ndarray
-    labels: np.ndarray | None
-    layout: str                  # layout built for it (emulated and native targets)
-    data: str                    # where the rows come from
-
-    @cached_property
-    def ref(self):
-        """The expected answers (:class:`treegen.device.hil.Reference`): Q15 rows, fixed-point and float classes."""
-        from treegen.device.hil import random_rows, reference
-
-        if self.X_raw.shape[0] == 0:
-            return reference(self.model, q15=random_rows(self.model.n_features))
-        return reference(self.model, self.X_raw, self.labels)
 
 
 def dataset_path(name: str) -> Path:
@@ -107,20 +85,8 @@ def fit_alternative_case(name: str) -> Case:
 
 def file_case(model_path, data_path=None) -> Case:
     """A case for a model file: rows from ``data_path``, else from the shared dataset named in the
-    model's metadata, else none (X_raw of 0 rows: the suite then streams seeded random Q15 rows)."""
-    model = load(model_path)
-    data = Path(data_path) if data_path else None
-    if data is None:
-        name = str((model.metadata or {}).get("dataset") or "")
-        candidate = DATASETS / Path(name).name if name else None
-        if candidate is not None and candidate.is_file():
-            data = candidate
-    if data is not None:
-        ds = load_for_model(data, model.n_features)
-        labels = ds.labels if ds.labels.shape[0] else None
-        return Case(f"file-{Path(model_path).stem}", "file", model, ds.X, labels, "table", str(data))
-    return Case(f"file-{Path(model_path).stem}", "file", model, np.zeros((0, model.n_features)), None, "table",
-                "seeded random Q15 rows")
+    model's metadata, else seeded random Q15 rows (:func:`treegen.hil.cases.file_case`)."""
+    return _file_case(model_path, data_path, datasets_dir=DATASETS)
 
 
 def forest_case() -> Case:

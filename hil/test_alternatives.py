@@ -13,7 +13,7 @@ import pytest
 from treegen.device import hil
 
 from . import models as hil_models
-from .conftest import _require_tools
+from treegen.hil.devices import require_tools
 
 pytestmark = [pytest.mark.hil, pytest.mark.hil_only(build=True)]
 
@@ -23,7 +23,7 @@ ROWS = 1000
 @pytest.mark.parametrize("name", sorted(hil_models.ALTERNATIVE_CASES))
 def test_alternative_model_on_an_emulated_board(name, tmp_path, record_property):
     _algo, _dataset, layout, target, _params = hil_models.ALTERNATIVE_CASES[name]
-    _require_tools("emulated")
+    require_tools("emulated")
     case = hil_models.fit_alternative_case(name)
     X, labels = case.X_raw[:ROWS], case.labels[:ROWS]
     report = hil.run_hil(case.model, target, data=(X, labels), layout=layout, build_dir=tmp_path / "fw",

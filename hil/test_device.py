@@ -1,95 +1,13 @@
-"""The model on the device: INFO identifies it, PREDICT equals the Python fixed-point model on every
-row, BENCH is sane. Parametrised over the targets (--hil-target) and the model cases (EFTI and CART
-on veh, seg and pid, or --hil-model)."""
+"""The bundled device checks (:mod:`treegen.hil.test_device`: INFO identifies the model, PREDICT equals
+the Python fixed-point model on every row, BENCH is sane), run here over the suite's targets
+(--hil-target) and model cases (EFTI and CART on veh, seg and pid, or --hil-model): ``conftest.py``
+gives the plugin's ``treegen_*`` fixtures these parameters."""
 
 from __future__ import annotations
 
-import time
-
-import numpy as np
 import pytest
 
-from treegen import __version__
-from treegen.device.hil import bench_rows, check_identity, counter_unit_name, mismatch_rows, predict_rows
-from treegen.device.protocol import CAP_BENCH, CAP_PREDICT, CounterUnit
-from treegen.emit.quantize import quantize_model
-
-from .conftest import expected_counter_unit
+from treegen.hil.test_device import (test_bench_is_sane, test_info_identifies_the_model,  # noqa: F401
+                                     test_predict_equals_fixed_point_model_on_every_row)
 
 pytestmark = pytest.mark.hil
-
-SYSTICK_TICK = 40          # instructions per SysTick tick on the mps2 boards (resolution of BENCH)
-
-
-def systick_tick(target) -> float:
-    """Instructions per SysTick tick under -icount shift=0 (1 ns each): 40 on the mps2 boards (25 MHz),
-    50 on AN505 (20 MHz), 31.25 on AN547 (32 MHz); the resolution of BENCH."""
-    return 1e9 / target.clock_hz if target.kind == "emulated" and target.clock_hz > 0 else SYSTICK_TICK
-
-
-def test_info_identifies_the_model(dut, target, case, firmware, record_property):
-    info = dut.info()
-    record_property("device_variant", info.variant)
-    record_property("model_hash", info.model_hash)
-    # hash, feature/class counts and target name; the variant too when the suite built the firmware
-    check_identity(info, case.model, target, firmware.variant_string if firmware is not None else None)
-    assert info.protocol_version == 1
-    assert info.capabilities & (CAP_PREDICT | CAP_BENCH) == CAP_PREDICT | CAP_BENCH
-    assert info.counter_unit == expected_counter_unit(target), \
-        f"counter unit {counter_unit_name(info.counter_unit)}, expected " \
-        f"{counter_unit_name(expected_counter_unit(target))}"
-    assert 1 <= info.max_batch and 2 + 2 * info.n_features * info.max_batch <= info.max_payload
-    if firmware is not None:
-        assert info.treegen_version == __version__
-
-
-def test_predict_equals_fixed_point_model_on_every_row(dut, case, record_property):
-    ref = case.ref
-    t0 = time.perf_counter()
-    got = predict_rows(dut, ref.X_q15)
-    seconds = time.perf_counter() - t0
-    n = ref.X_q15.shape[0]
-    agreement = 100.0 * float(np.mean(got == ref.floating))
-    record_property("rows", n)
-    record_property("rows_per_s", round(n / seconds, 1))
-    record_property("float_agreement_pct", round(agreement, 4))
-    if ref.labels is not None:
-        record_property("accuracy_pct", round(100.0 * float(np.mean(got == ref.labels)), 4))
-    bad = mismatch_rows(ref, got, case.model)
-    assert not bad, f"{int(np.count_nonzero(got != ref.fixed))} of {n} device predictions differ from the " \
-                    f"fixed-point model; first: {bad[:3]}"
-    # a model whose every integer test provably equals its float test (EFTI trees, axis trees) decides
-    # on the device exactly as the float model: the agreement is asserted, not only recorded
-    if case.model.vote == "hard" and all(qt.exact for qt in quantize_model(case.model)):
-        assert agreement == 100.0, f"float agreement {agreement:.4f} % for a model quantised exactly"
-
-
-def test_bench_is_sane(dut, target, case, record_property):
-    info = dut.info()
-    ref = case.ref
-    rows = bench_rows(ref.X_q15.shape[0], 4)
-    n_iter = 1000
-    per_call = []
-    for i in rows:
-        r = dut.bench(ref.X_q15[i], n_iter)
-        assert r.unit == info.counter_unit, f"BENCH unit {r.unit_name}, INFO said {info.counter_unit_name}"
-        assert r.n_iter == n_iter
-        assert r.cls == ref.fixed[i], f"row {i}: BENCH class {r.cls}, fixed-point model {ref.fixed[i]}"
-        assert 0 < r.total < 0xFFFFFFFF, r
-        per_call.append(r.per_call)
-    mean = float(np.mean(per_call))
-    record_property("per_inference", round(mean, 2))
-    record_property("counter_unit", counter_unit_name(info.counter_unit))
-    if info.counter_unit in (CounterUnit.INSTRUCTIONS, CounterUnit.CYCLES):
-        # a call, the tree walk and a return: more than a handful, far less than 100k instructions
-        assert 10 < min(per_call) and max(per_call) < 100_000, per_call
-    else:
-        assert max(per_call) < 1_000_000, per_call      # < 1 ms per inference on the host
-    if info.counter_unit == CounterUnit.INSTRUCTIONS:
-        # deterministic under -icount, and linear in n_iter (to the SysTick resolution per chunk)
-        row = ref.X_q15[rows[0]]
-        a, b = dut.bench(row, n_iter), dut.bench(row, n_iter)
-        tick = systick_tick(target)
-        assert abs(a.total - b.total) <= tick * 16, (a, b)
-        c = dut.bench(row, 2 * n_iter)
-        assert abs(c.total - 2 * a.total) <= tick * 32, (a, c)

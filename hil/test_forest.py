@@ -11,7 +11,7 @@ import pytest
 from treegen.device.hil import check_identity, predict_rows
 from treegen.device.protocol import CAP_PROBA
 
-from .conftest import open_client, start_device
+from treegen.hil.devices import open_client, start_device
 from .models import forest_case
 
 pytestmark = [pytest.mark.hil, pytest.mark.hil_only(targets=("qemu-m4", "native"), build=True)]

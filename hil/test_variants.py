@@ -12,7 +12,7 @@ import pytest
 from treegen.device.hil import bench_rows, check_identity, predict_rows
 from treegen.device.protocol import CounterUnit
 
-from .conftest import open_client, start_device
+from treegen.hil.devices import open_client, start_device
 
 pytestmark = [pytest.mark.hil, pytest.mark.hil_only(targets=("qemu-m4", "qemu-m55"), algos=("efti",), build=True)]
 

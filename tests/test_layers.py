@@ -1,6 +1,7 @@
 """The package's architecture, checked from its source: imports only go down the layers
-core <- learn, emit (peers) <- device <- cli, with no cycle anywhere and nothing outside
-``treegen/cli/`` importing ``treegen.cli``. Function-level (lazy) imports count too."""
+core <- learn, emit (peers) <- device <- cli, hil (peers: the command line and the pytest plugin),
+with no cycle anywhere and nothing outside ``treegen/cli/`` importing ``treegen.cli``.
+Function-level (lazy) imports count too."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ ALLOWED = {
     "emit": {"core", "emit"},
     "device": {"core", "learn", "emit", "device"},
     "cli": {"core", "learn", "emit", "device", "cli"},
+    "hil": {"core", "learn", "emit", "device", "hil"},      # the pytest plugin and its bundled checks
     # the public facade (treegen/__init__.py, treegen/importers/): re-exports for users
     "api": {"core", "learn", "emit"},
     "entry": {"cli"},                        # treegen/__main__.py
@@ -37,7 +39,7 @@ def all_modules() -> dict[str, Path]:
 
 def layer(mod: str) -> str:
     parts = mod.split(".")
-    if len(parts) > 1 and parts[1] in ("core", "learn", "emit", "device", "cli"):
+    if len(parts) > 1 and parts[1] in ("core", "learn", "emit", "device", "cli", "hil"):
         return parts[1]
     return "entry" if mod == "treegen.__main__" else "api"
 

@@ -85,6 +85,13 @@ def test_wheel_metadata_and_console_script(built_wheel):
     requires = " ".join(metadata.get_all("Requires-Dist") or [])
     for dep in ("numpy", "jinja2"):
         assert dep in requires.lower()
+    # the pytest plugin, and the dependencies split by use: a fit/export install pulls no device tools
+    assert parser.get("pytest11", "treegen.hil.plugin").strip() == "treegen.hil.plugin"
+    core = [r.lower() for r in metadata.get_all("Requires-Dist") if "extra ==" not in r]
+    assert not [r for r in core if r.startswith(("pyserial", "platformio", "scons", "pytest", "matplotlib", "scipy"))]
+    assert {"device", "hil", "plot", "compare", "test"} <= set(metadata.get_all("Provides-Extra"))
+    device = [r for r in metadata.get_all("Requires-Dist") if "extra == 'device'" in r.replace('"', "'")]
+    assert any(r.startswith("platformio==6.2.0") for r in device) and any(r.startswith("pyserial") for r in device)
 
 
 @pytest.mark.slow

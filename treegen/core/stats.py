@@ -22,9 +22,14 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 from treegen.core.errors import TreegenError
+
+try:
+    from scipy import stats as _st
+except ImportError:        # scipy is in the compare extra: `treegen compare` says so in one line
+    raise TreegenError("scipy is not installed; treegen compare (its statistical tests) needs the compare extra: "
+                       "pip install 'treegen[compare]'") from None
 
 #: differences / scores closer than this are ties (rounded to 9 decimals before ranking)
 TIE_DECIMALS = 9

@@ -233,7 +233,10 @@ def write_baremetal(src_dir) -> list[Path]:
 
 # ---------------------------------------------------------------------- build
 def pio_command() -> list[str]:
-    """How to run PlatformIO: the ``platformio`` module of this interpreter."""
+    """How to run PlatformIO: the ``platformio`` module of this interpreter (the device extra)."""
+    from treegen.device.extra import require
+
+    require("platformio", "platformio", "building or flashing firmware")
     return [sys.executable, "-m", "platformio"]
 
 
@@ -253,12 +256,10 @@ def _project_env(project: Path) -> str:
 
 
 def _check_build_tools(project: Path) -> None:
-    import importlib.util
+    from treegen.device.extra import require
 
-    for module, pin in (("platformio", "platformio==6.2.0"), ("SCons", "scons==4.11.1")):
-        if importlib.util.find_spec(module) is None:
-            raise TreegenError(f"{module} is not installed for {sys.executable}: pip install {pin} "
-                               "(both are treegen dependencies)")
+    for module, package in (("platformio", "platformio"), ("SCons", "scons")):
+        require(module, package, "building firmware")
     gcc = project / "offline" / "packages" / TOOLCHAIN_PACKAGE / "bin" / (TOOLCHAIN_PREFIX + "gcc")
     if gcc.is_symlink() and not gcc.exists():
         raise TreegenError(f"{TOOLCHAIN_PREFIX}gcc not found (the project links {gcc.readlink()}): install the "

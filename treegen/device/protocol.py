@@ -390,7 +390,12 @@ class BenchResult(NamedTuple):
 # ---------------------------------------------------------------------- client
 def open_port(url: str, *, baudrate: int = DEFAULT_BAUDRATE, timeout: float = DEFAULT_TIMEOUT):
     """A pyserial port for ``url`` (``/dev/ttyACM0``, ``socket://127.0.0.1:4321``, a pty path)."""
-    import serial
+    try:
+        import serial
+    except ImportError:
+        from treegen.device.extra import missing
+
+        raise missing("pyserial", "talking to a device") from None
 
     try:
         return serial.serial_for_url(url, baudrate=baudrate, timeout=POLL_INTERVAL, write_timeout=timeout)
@@ -401,7 +406,7 @@ def open_port(url: str, *, baudrate: int = DEFAULT_BAUDRATE, timeout: float = DE
 def _serial_errors():
     try:
         import serial
-    except ImportError:  # pragma: no cover - pyserial is a dependency
+    except ImportError:        # pyserial is in the device extra; open_port says so
         return OSError, ()
     return (serial.SerialException, OSError), (serial.SerialTimeoutException,)
 

@@ -315,8 +315,9 @@ class ResultsFile:
 def _distributed():
     try:
         import distributed
-    except ImportError:  # pragma: no cover - a declared dependency
-        raise TreegenError("the 'distributed' package (Dask) is needed: pip install distributed") from None
+    except ImportError:        # in the compare extra
+        raise TreegenError("distributed (Dask) is not installed; running on a Dask cluster needs the compare "
+                           "extra: pip install 'treegen[compare]'") from None
     return distributed
 
 
