@@ -132,9 +132,22 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
         "--max-depth and --min-samples-leaf to id3, --oversize-weight and --engine to de-pdt)"))
     _add_forest_options(g)
     _show_defaults(p)
-    p.add_argument("--seed", type=int_range(0, MAX_SEED), metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=_seed_value, metavar="S|random",
+                   help="random seed (default 0); 'random' draws a fresh one (printed, and kept in the model)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _seed_value(text: str):
+    """``--seed``: an integer 0..2^64-1, or ``random`` (random_state=None: a seed drawn from the OS)."""
+    if text == "random":
+        return text
+    return int_range(0, MAX_SEED)(text)
+
+
+def _seed_of(args):
+    """The estimator's random_state for ``--seed`` (default 0; ``random`` -> None)."""
+    return 0 if args.seed is None else (None if args.seed == "random" else args.seed)
 
 
 def _default_text(value) -> str:
@@ -317,14 +330,13 @@ def cmd_fit(args) -> int:
     check_output(args.output, "model file", inputs=[args.data])
     check_output(args.json, "JSON file", inputs=[args.data, args.output])
     ds, classes = _load_training(args)
-    seed = 0 if args.seed is None else args.seed
     device = None
     if params.get("engine") == "device" or getattr(args, "target", None) or getattr(args, "port", None):
         device = _device_engine(args, params)
         params["engine"] = device
     est = make_estimator(algo, **params)
     if "random_state" in est._param_names():
-        est.set_params(random_state=seed)
+        est.set_params(random_state=_seed_of(args))
 
     show_bar = progress_enabled(args.quiet)
     total = (getattr(est, "max_iter", None) or getattr(est, "generations", None)
@@ -342,6 +354,7 @@ def cmd_fit(args) -> int:
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
+    seed = est.seed_
 
     model = est.model_
     model.metadata["params"].pop("callback", None)
@@ -354,7 +367,8 @@ def cmd_fit(args) -> int:
 
     tree = est.tree_
     train_acc = pct(model.metadata["train_accuracy"])
-    shown = {k: v for k, v in model.metadata["params"].items() if k in params or k == "random_state"}
+    shown = {k: v for k, v in model.metadata["params"].items() if k in params}
+    shown["seed"] = seed
     print(f"dataset         {Path(args.data).name}  ({ds.n_rows} rows, {ds.n_features} features, "
           f"{classes.shape[0]} classes)")
     print(f"algorithm       {algo}  ({params_text(shown)})")
@@ -492,7 +506,7 @@ def cmd_cv(args) -> int:
     _categorical_by_index(params, ds.feature_names)
     if args.folds > ds.n_rows:
         raise TreegenError(f"--folds {args.folds} exceeds the number of rows ({ds.n_rows})")
-    seed = 0 if args.seed is None else args.seed
+    seed = _seed_of(args)
     total = args.folds * args.repeats
     with contextlib.ExitStack() as stack:
         jobs = args.jobs
@@ -512,7 +526,7 @@ def cmd_cv(args) -> int:
     print(f"dataset    {result['dataset']}  ({ds.n_rows} rows, {ds.n_features} features, "
           f"{classes.shape[0]} classes)")
     print(f"algorithm  {algo}  ({params_text(result['params'])})")
-    print(f"folds      {args.folds} x {args.repeats} repetition(s), seed {seed}")
+    print(f"folds      {args.folds} x {args.repeats} repetition(s), seed {result['seed']}")
     print(f"accuracy   {acc['mean']:.2f} ± {acc['ci95']:.2f} %")
     print(f"leaves     {leaves['mean']:.2f} ± {leaves['ci95']:.2f}")
     print(f"depth      {depth['mean']:.2f} ± {depth['ci95']:.2f}")

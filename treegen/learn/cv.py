@@ -27,7 +27,7 @@ from joblib import Parallel, delayed
 
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
-from treegen.learn.estimators import ALGORITHMS, make_estimator
+from treegen.learn.estimators import ALGORITHMS, make_estimator, resolve_seed
 
 
 class EstimatorFactory:
@@ -133,7 +133,7 @@ def _plain_params(params: dict) -> dict:
 
 
 def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, *, folds: int = 5,
-                   repeats: int = 1, seed: int = 0, jobs: int | None = None, dataset: str = "",
+                   repeats: int = 1, seed: int | None = 0, jobs: int | None = None, dataset: str = "",
                    on_fold: Callable[[dict], None] | None = None) -> dict:
     """Repeated stratified K-fold cross-validation of an algorithm.
 
@@ -147,8 +147,10 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
         ``predict`` and a ``tree_`` (:class:`treegen.core.tree.Tree`).
     params : dict
         Estimator parameters (``random_state`` is ignored: every fold gets :func:`fold_seed`).
-    folds, repeats, seed : int
-        ``2 <= folds <= n_rows``, ``repeats >= 1``, ``seed >= 0``.
+    folds, repeats : int
+        ``2 <= folds <= n_rows``, ``repeats >= 1``.
+    seed : int or None
+        ``seed >= 0`` (folds and fold seeds); None draws a fresh one (returned as ``result["seed"]``).
     jobs : int or None
         ``n_jobs`` of :class:`joblib.Parallel` (None: joblib's configured default).
     dataset : str
@@ -173,7 +175,7 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
     if folds > n:
         raise TreegenError(f"folds ({folds}) cannot exceed the number of rows ({n})")
     repeats = _check_int("repeats", repeats, 1)
-    seed = _check_int("seed", seed, 0)
+    seed = resolve_seed(None) if seed is None else _check_int("seed", seed, 0)
     if jobs is not None:
         jobs = _check_int("jobs", jobs, -(2**31))
         if jobs == 0:

@@ -2,7 +2,9 @@
 
 Each estimator only stores its parameters in ``__init__``; validation happens in ``fit``; fitted
 state lives in trailing-underscore attributes (``model_``, ``tree_``, ``classes_``,
-``n_features_in_``, ``scaling_``, ``fit_info_``). Inducers are looked up by name in
+``n_features_in_``, ``scaling_``, ``fit_info_``, ``seed_``). ``random_state=None`` draws a fresh
+seed from the operating system (scikit-learn's meaning); the seed used is ``seed_`` and the model's
+``metadata["seed"]``, so ``random_state=est.seed_`` repeats the run exactly. Inducers are looked up by name in
 :data:`ALGORITHMS`.
 
 Examples
@@ -123,6 +125,7 @@ class TreeClassifier:
             raise DataError(f"training data has a single class ({_plain_scalar(classes[0])!r}): one class is not enough, "
                             "at least two are needed")
         y_idx = np.searchsorted(classes, y).astype(np.int64)
+        self.seed_ = resolve_seed(getattr(self, "random_state", None))
         scaling = InputScaling.fit(X, getattr(self, "scaling", "auto"))
         Xn = scaling.transform(X)
         tree, info = self._induce(Xn, y_idx, classes.shape[0])
@@ -135,7 +138,7 @@ class TreeClassifier:
         metadata = {
             "algorithm": self.algorithm,
             "params": {k: v for k, v in self.get_params().items() if _is_plain(v)},
-            "seed": getattr(self, "random_state", None),
+            "seed": self.seed_,
             "n_train": int(X.shape[0]),
             "train_accuracy": float(np.mean(train_pred == y_idx)),
             "treegen_version": __version__,
@@ -201,6 +204,20 @@ class TreeClassifier:
         tags = Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
                     classifier_tags=ClassifierTags())
         return tags
+
+
+def resolve_seed(random_state) -> int:
+    """The seed a fit uses: ``random_state`` itself (an integer >= 0), or for ``None`` a fresh one
+    drawn from the operating system's entropy (scikit-learn's meaning of ``None``: a new random run
+    each time). The seed used is kept as ``seed_`` and in the model's ``metadata["seed"]``, so a run
+    with ``random_state=None`` can be repeated exactly with ``random_state=est.seed_``."""
+    if random_state is None:
+        import secrets
+
+        return secrets.randbits(32)
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise TreegenError(f"random_state must be None or an integer >= 0, got {random_state!r}")
+    return int(random_state)
 
 
 def _is_plain(v) -> bool:
@@ -279,7 +296,8 @@ class EFTIClassifier(TreeClassifier):
     scaling : {'auto', 'q15', 'minmax'}
         Input scaling (see :mod:`treegen.core.scaling`).
     random_state : int or None
-        Seed; the same seed gives the same tree.
+        Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
+        operating system, as in scikit-learn; the seed used is ``seed_``.
     callback : callable or None
         ``callback(iteration, fitness, leaves, accuracy)`` after every accepted improvement.
     risk : {'empirical', 'vicinal'}
@@ -340,7 +358,7 @@ class EFTIClassifier(TreeClassifier):
             coefficient_mutation_rate=self.coefficient_mutation_rate, dipole=self.dipole,
             partial_reclassification=self.partial_reclassification,
         )
-        seed = 0 if self.random_state is None else efti.check_seed(self.random_state)
+        seed = efti.check_seed(self.seed_)
         params.validate()
         if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
             return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
@@ -399,7 +417,7 @@ class CARTClassifier(TreeClassifier):
         Complexity parameter of minimal cost-complexity pruning (0 = no pruning).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Accepted for API symmetry; CART is deterministic.
+        Accepted for API symmetry (recorded as ``seed_``); CART is deterministic.
     """
 
     algorithm = "cart"
@@ -457,7 +475,8 @@ class DEPDTClassifier(TreeClassifier):
         ``python``: numpy; ``auto``: native when a C compiler exists.
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Seed; the same seed gives the same tree.
+        Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
+        operating system, as in scikit-learn; the seed used is ``seed_``.
     callback : callable or None
         ``callback(generation, objective_rate, leaves, accuracy)`` every 16 generations.
 
@@ -493,7 +512,7 @@ class DEPDTClassifier(TreeClassifier):
             replacement=self.replacement, legitimacy_delta=self.legitimacy_delta,
             reevaluate_after=self.reevaluate_after, oversize_weight=self.oversize_weight,
             validation_fraction=self.validation_fraction, engine=resolve_engine(self.engine))
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         tree, info = de_pdt.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
         info["engine"] = params.engine
         return tree, info
@@ -515,6 +534,7 @@ class DECARTClassifier(TreeClassifier):
         As :class:`CARTClassifier`.
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
+        Seed of the threshold DE; None draws a fresh one (recorded in ``seed_``).
     """
 
     algorithm = "de-cart"
@@ -539,7 +559,7 @@ class DECARTClassifier(TreeClassifier):
             criterion=self._criterion, population=self.population, generations=self.generations,
             max_depth=self.max_depth, min_samples_split=self.min_samples_split,
             min_samples_leaf=self.min_samples_leaf, ccp_alpha=self.ccp_alpha)
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         return de_split.induce(X, y, n_classes, params, seed=seed)
 
 
@@ -567,7 +587,7 @@ class ID3Classifier(TreeClassifier):
         C4.5 confidence factor CF of pessimistic pruning (default 0.25).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Accepted for API symmetry; ID3 is deterministic.
+        Accepted for API symmetry (recorded as ``seed_``); ID3 is deterministic.
     """
 
     algorithm = "id3"
@@ -636,6 +656,7 @@ def _resolve_sigma2(est: TreeClassifier, X: np.ndarray, y: np.ndarray, n_classes
         if "callback" in params:
             params["callback"] = None
         inner = type(est)(**params)
+        inner.seed_ = seed
         wrong = 0
         for f in range(folds):
             tr = fold_of != f
@@ -669,7 +690,8 @@ class GPClassifier(TreeClassifier):
         over (0.001, 0.01, 0.1, 1).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Seed; the same seed gives the same tree.
+        Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
+        operating system, as in scikit-learn; the seed used is ``seed_``.
     callback : callable or None
         ``callback(iteration, risk, leaves, accuracy)`` of the lowest-risk member every 256 iterations.
 
@@ -698,7 +720,7 @@ class GPClassifier(TreeClassifier):
         from treegen.learn.inducers import gp
 
         vicinal.check_risk(self.risk)
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         sigma2, auto = (_resolve_sigma2(self, X, y, n_classes, seed) if self.risk == "vicinal"
                         else (vicinal.DEFAULT_SIGMA2, {}))
         params = gp.GPParams(population=self.population, max_iter=self.max_iter,
@@ -739,6 +761,7 @@ class RFClassifier(TreeClassifier):
         Trees fitted in parallel by joblib (the result does not depend on it).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
+        Seed of the bootstraps, feature draws and base learners; None draws a fresh one (``seed_``).
 
     Attributes
     ----------
@@ -812,7 +835,7 @@ class RFClassifier(TreeClassifier):
         from treegen.learn import forest
 
         bagging, k, base_params = self._check_forest_params(X.shape[1])
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         jobs = Parallel(n_jobs=self.n_jobs)(
             delayed(forest.fit_one)(t, X, y, n_classes, seed=seed, base=self.base, base_params=base_params,
                                     sample_fraction=float(self.sample_fraction), bagging=bagging, k=k,
