@@ -113,8 +113,8 @@ def _command(args) -> str:
 
 
 # ---------------------------------------------------------------------- output
-def _pm(stat: dict | None, digits: int = 2) -> str:
-    return "n/a" if stat is None else f"{stat['mean']:.{digits}f} ± {stat['ci95']:.{digits}f}"
+def _pm(stat: dict | None, digits: int = 2, scale: float = 1.0) -> str:
+    return "n/a" if stat is None else f"{scale * stat['mean']:.{digits}f} ± {scale * stat['ci95']:.{digits}f}"
 
 
 def _p(p: float) -> str:
@@ -138,7 +138,7 @@ def render_markdown(result: dict) -> str:
     for ds in datasets:
         row = []
         for m in names:
-            text = _pm(cells[ds][m]["accuracy"])
+            text = _pm(cells[ds][m]["accuracy"], scale=100.0)     # fractions in JSON, percent here
             row.append(f"**{text}**" if m in s["best"][ds] else text)
         out.append(f"| {ds} | " + " | ".join(row) + " |")
     if s["average_ranks"] is not None:

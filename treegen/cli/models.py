@@ -390,7 +390,7 @@ def cmd_fit(args) -> int:
         "command": "fit", "dataset": Path(args.data).name, "algorithm": algo,
         "params": model.metadata["params"], "seed": seed,
         "n_rows": ds.n_rows, "n_features": ds.n_features, "n_classes": int(classes.shape[0]),
-        "train_accuracy": train_acc, "leaves": tree.n_leaves, "depth": tree.depth,
+        "train_accuracy": model.metadata["train_accuracy"], "leaves": tree.n_leaves, "depth": tree.depth,
         "train_seconds": seconds, "model": str(args.output),
         "info": {k: v for k, v in est.fit_info_.items()},
     })
@@ -471,7 +471,7 @@ def cmd_eval(args) -> int:
     print(table(rows))
     write_json(args.json, {
         "command": "eval", "model": str(args.model), "dataset": Path(args.data).name, "n_rows": ds.n_rows,
-        "accuracy": pct(rep["accuracy"]), "correct": rep["correct"], "classes": labels,
+        "accuracy": rep["accuracy"], "correct": rep["correct"], "classes": labels,
         "confusion_matrix": rep["confusion_matrix"], "per_class": rep["per_class"],
         "macro_avg": rep["macro_avg"], "weighted_avg": rep["weighted_avg"],
         "roc_auc": None if auc is None else auc["auc"],
@@ -527,7 +527,7 @@ def cmd_cv(args) -> int:
           f"{classes.shape[0]} classes)")
     print(f"algorithm  {algo}  ({params_text(result['params'])})")
     print(f"folds      {args.folds} x {args.repeats} repetition(s), seed {result['seed']}")
-    print(f"accuracy   {acc['mean']:.2f} ± {acc['ci95']:.2f} %")
+    print(f"accuracy   {pct(acc['mean']):.2f} ± {pct(acc['ci95']):.2f} %")
     print(f"leaves     {leaves['mean']:.2f} ± {leaves['ci95']:.2f}")
     print(f"depth      {depth['mean']:.2f} ± {depth['ci95']:.2f}")
     print(f"time       {result['train_seconds']:.3f} s (total training)")

@@ -188,7 +188,8 @@ class Task:
 
 def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: int, fold: int) -> str:
     """Hash of everything a task's result depends on (not the display names)."""
-    ident = json.dumps({"data": data.digest, "algorithm": method.algorithm, "params": method.params,
+    # "record": 2 = accuracies as fractions (records of version 1 held percent and are not reused)
+    ident = json.dumps({"record": 2, "data": data.digest, "algorithm": method.algorithm, "params": method.params,
                         "folds": folds, "seed": seed, "repeat": repeat, "fold": fold}, sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
@@ -231,7 +232,7 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
     """Fit the task's estimator on its training rows, score it on its test rows.
 
     Returns the task's record: ``key, dataset, method, algorithm, repeat, fold, seed, n_train, n_test,
-    accuracy`` (%), ``leaves, depth, train_seconds`` and whatever ``measure(estimator, X_train)`` returns.
+    accuracy`` (a fraction 0..1), ``leaves, depth, train_seconds`` and whatever ``measure(estimator, X_train)`` returns.
     """
     fold_of = stratified_fold_ids(data.y, task.folds, np.random.default_rng(task.split_seed))
     test = np.flatnonzero(fold_of == task.fold)
@@ -249,7 +250,7 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
         "key": task.key, "dataset": task.dataset, "method": task.method, "algorithm": task.algorithm,
         "repeat": task.repeat, "fold": task.fold, "seed": task.seed,
         "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
-        "accuracy": 100.0 * float(np.mean(pred == data.y[test])),
+        "accuracy": float(np.mean(pred == data.y[test])),
         "leaves": int(est.tree_.n_leaves), "depth": int(est.tree_.depth), "train_seconds": seconds,
     }
     if measure is not None:

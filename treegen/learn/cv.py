@@ -6,11 +6,11 @@ the seed :func:`fold_seed` ``(seed, r, f)``, so the result does not depend on ``
 joblib backend. Folds run through ``joblib.Parallel(n_jobs=jobs)``; with ``jobs=None`` the number
 of workers and the backend come from ``joblib.parallel_config`` (e.g. a Dask or Ray backend).
 
-Result (accuracy in percent)::
+Result (accuracy as a fraction 0..1, like ``score()``; the CLI prints percent)::
 
     {"dataset": ..., "algorithm": ..., "params": {...}, "folds_k": K, "repeats": R, "seed": S,
      "n_rows": ..., "n_features": ..., "n_classes": ...,
-     "accuracy": {"mean": %, "ci95": %}, "leaves": {"mean": n, "ci95": n}, "depth": {...},
+     "accuracy": {"mean": f, "ci95": f}, "leaves": {"mean": n, "ci95": n}, "depth": {...},
      "folds": [{"repeat", "fold", "accuracy", "leaves", "depth", "train_seconds", "seed",
                 "n_train", "n_test"}, ...]}
 """
@@ -90,7 +90,7 @@ def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray
         raise TreegenError(f"repetition {repeat}, fold {fold}: {exc}") from None
     seconds = time.perf_counter() - t0
     pred = np.asarray(est.predict(X[test]))
-    acc = 100.0 * float(np.mean(pred == y[test]))
+    acc = float(np.mean(pred == y[test]))
     trees = est.model_.trees          # an ensemble counts the leaves of all its trees, its deepest tree
     return {
         "repeat": repeat, "fold": fold, "accuracy": acc, "leaves": int(sum(t.n_leaves for t in trees)),
