@@ -2,7 +2,9 @@
 
 Each estimator only stores its parameters in ``__init__``; validation happens in ``fit``; fitted
 state lives in trailing-underscore attributes (``model_``, ``tree_``, ``classes_``,
-``n_features_in_``, ``scaling_``, ``fit_info_``, ``seed_``). ``random_state=None`` draws a fresh
+``n_features_in_``, ``feature_names_in_`` (when fitted on a pandas DataFrame with string column
+names, as in scikit-learn, or given ``feature_names=``), ``scaling_``, ``fit_info_``, ``seed_``;
+``feature_importances_`` and ``predict_proba`` as in scikit-learn). ``random_state=None`` draws a fresh
 seed from the operating system (scikit-learn's meaning); the seed used is ``seed_`` and the model's
 ``metadata["seed"]``, so ``random_state=est.seed_`` repeats the run exactly. Inducers are looked up by name in
 :data:`ALGORITHMS`.
@@ -95,6 +97,9 @@ class TreeClassifier:
 
     # ------------------------------------------------------------------ fit / predict
     def fit(self, X, y, feature_names: list[str] | None = None) -> "TreeClassifier":
+        names_in = _column_names(X)
+        if feature_names is None:
+            feature_names = names_in
         X = _check_X(X)
         if y is None:
             raise DataError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -130,6 +135,7 @@ class TreeClassifier:
         Xn = scaling.transform(X)
         tree, info = self._induce(Xn, y_idx, classes.shape[0])
         tree = tree.validate()
+        names_given = feature_names is not None
         if feature_names is None:
             feature_names = [f"x{i}" for i in range(X.shape[1])]
         if len(feature_names) != X.shape[1]:
@@ -146,6 +152,11 @@ class TreeClassifier:
         }
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
+        if names_given:
+            # names the user gave (DataFrame string columns, as scikit-learn, or feature_names=)
+            self.feature_names_in_ = np.asarray(list(map(str, feature_names)), dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         self.scaling_ = scaling
         self.tree_ = tree
         self.fit_info_ = info
@@ -164,12 +175,46 @@ class TreeClassifier:
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "model_")
 
-    def predict(self, X) -> np.ndarray:
+    def _validate_X(self, X) -> np.ndarray:
+        """``X`` for predict: the fitted number of features; a DataFrame's columns matched to
+        ``feature_names_in_`` by name (reordered when only the order differs, else an error naming the
+        missing and unexpected columns)."""
         self._check_fitted()
+        names = _column_names(X)
         X = _check_X(X)
         if X.shape[1] != self.n_features_in_:
             raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                             f"{self.n_features_in_} features as input")
+        fitted = getattr(self, "feature_names_in_", None)
+        if names is not None and fitted is not None and names != list(fitted):
+            fitted = list(fitted)
+            if len(set(names)) == len(names) and set(names) == set(fitted):
+                return X[:, [names.index(n) for n in fitted]]
+            missing = [n for n in fitted if n not in names]
+            extra = [n for n in names if n not in fitted]
+            raise DataError(f"the columns of X do not match the feature names seen at fit (missing "
+                            f"{', '.join(missing) or 'none'}; unexpected {', '.join(extra) or 'none'})")
+        return X
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Impurity-based feature importances, ``(n_features_in_,)``, summing to 1.
+
+        Axis-parallel trees: scikit-learn's mean decrease in impurity (the criterion the tree was
+        grown with: Gini, or entropy for ``criterion='entropy'``, ID3 and DE-ID3). Oblique trees
+        (EFTI, DE-PDT): each node's impurity decrease is shared among the features in proportion to
+        the absolute weights of its test on the normalised inputs, ``|w_a| / sum_b |w_b|``. Forests
+        average their trees'. See :meth:`treegen.core.tree.Tree.feature_importances`.
+        """
+        self._check_fitted()
+        return self.model_.feature_importances(self._impurity_criterion())
+
+    def _impurity_criterion(self) -> str:
+        criterion = getattr(self, "criterion", None) or getattr(self, "_criterion", None)
+        return criterion if criterion in ("gini", "entropy") else ("entropy" if self.algorithm == "id3" else "gini")
+
+    def predict(self, X) -> np.ndarray:
+        X = self._validate_X(X)
         return self.classes_[self.model_.predict_index(X)]
 
     def predict_proba(self, X) -> np.ndarray:
@@ -187,11 +232,7 @@ class TreeClassifier:
             for a leaf whose class is not its most frequent one (EFTI keeps a leaf's class when a
             mutation empties it).
         """
-        self._check_fitted()
-        X = _check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                            f"{self.n_features_in_} features as input")
+        X = self._validate_X(X)
         return self.model_.predict_proba(X)
 
     def score(self, X, y) -> float:
@@ -227,6 +268,16 @@ def _is_plain(v) -> bool:
 def _plain_scalar(v):
     """numpy scalar -> Python value (for readable messages); other objects unchanged."""
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _column_names(X) -> list[str] | None:
+    """A DataFrame's column names when they are all strings (scikit-learn's rule for
+    ``feature_names_in_``), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or isinstance(X, np.ndarray):
+        return None
+    names = list(columns)
+    return names if names and all(isinstance(n, str) for n in names) else None
 
 
 def _check_X(X) -> np.ndarray:
@@ -605,7 +656,7 @@ class ID3Classifier(TreeClassifier):
         self.random_state = random_state
 
     def fit(self, X, y, feature_names: list[str] | None = None) -> "ID3Classifier":
-        self._feature_names = feature_names
+        self._feature_names = feature_names if feature_names is not None else _column_names(X)
         return super().fit(X, y, feature_names=feature_names)
 
     def _categorical_columns(self, n_features: int) -> tuple:
