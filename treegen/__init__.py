@@ -2,7 +2,17 @@
 
 Induce trees on the host (EFTI oblique trees, CART), export them as fixed-point C, build them for
 Cortex-M targets and verify them on the device over a serial link.
+
+Every command of the ``treegen`` CLI has a Python counterpart (``docs/api.md``): the estimators
+(``fit``), :meth:`Model.predict` (``predict``), :func:`evaluate` (``eval``), :func:`cross_validate`
+(``cv``), :func:`render_text` / :func:`render_dot` (``show``), :func:`compare` (``compare``),
+:func:`export_model` (``export``), :func:`all_targets` (``targets``), :func:`plot_tree` and the other
+``plot_*`` (``plot``); ``build``, ``flash`` and ``hil`` are in :mod:`treegen.device.commands`
+(``build_firmware``, ``start_emulator`` / ``upload_firmware``, ``run_hil``). The heavier ones are
+imported on first use.
 """
+
+import importlib
 
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model, load, save
@@ -12,7 +22,40 @@ from treegen.learn.estimators import (ALGORITHMS, CARTClassifier, DECARTClassifi
                                       DEPDTClassifier, EFTIClassifier, GPClassifier, ID3Classifier, RFClassifier,
                                       make_estimator)
 
+#: public name -> (module, attribute), imported on first use (Dask/scipy, matplotlib, the exporter)
+_LAZY = {
+    "evaluate": ("treegen.core.metrics", "evaluate"),
+    "cross_validate": ("treegen.learn.cv", "cross_validate"),
+    "compare": ("treegen.learn.compare", "compare"),
+    "render_text": ("treegen.emit.show", "render_text"),
+    "render_dot": ("treegen.emit.show", "render_dot"),
+    "export_model": ("treegen.emit.export", "export_model"),
+    "all_targets": ("treegen.core.targets", "all_targets"),
+    "get_target": ("treegen.core.targets", "get"),
+    "plot_tree": ("treegen.emit.plot", "plot_tree"),
+    "plot_partition": ("treegen.emit.plot", "plot_partition"),
+    "plot_confusion": ("treegen.emit.plot", "plot_confusion"),
+    "plot_cv": ("treegen.emit.plot", "plot_cv"),
+    "plot_hil": ("treegen.emit.plot", "plot_hil"),
+    "from_sklearn": ("treegen.emit.importers.sklearn", "from_sklearn"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'treegen' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
+    *_LAZY,
     "__version__", "TreegenError", "Model", "Tree", "load", "save",
     "EFTIClassifier", "CARTClassifier", "ALGORITHMS", "make_estimator",
     "DEPDTClassifier", "DECARTClassifier", "DEID3Classifier", "ID3Classifier", "GPClassifier", "RFClassifier",

@@ -17,7 +17,7 @@ from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, 
                                 model_names, nonneg_float, params_text, pct, positive_float, table)
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
-from treegen.core.metrics import classification_report
+from treegen.core.metrics import evaluate
 from treegen.core.model import load, save
 from treegen.core.output import check_output, write_json, write_text
 from treegen.core.progress import enabled as progress_enabled
@@ -425,14 +425,9 @@ def cmd_eval(args) -> int:
     if ds.labels.shape[0] == 0:
         raise DataError(f"{args.data} has no label column ({model.n_features} columns = the model's features); "
                         "eval needs the true labels")
-    t0 = time.perf_counter()
-    pred = model.predict(ds.X)
-    predict_seconds = time.perf_counter() - t0
-    known = set(model.classes)
-    extra = sorted({v for v in ds.labels.tolist() if v not in known}, key=lambda v: (isinstance(v, str), str(v)))
-    labels = list(model.classes) + extra
-    rep = classification_report(ds.labels, pred, labels=labels)
-    auc = _eval_auc(model, ds)
+    rep = evaluate(model, ds.X, ds.labels)        # treegen.core.metrics.evaluate: the Python API of eval
+    labels, extra, predict_seconds = rep["classes"], rep["unknown_classes"], rep["predict_seconds"]
+    auc = {"auc": rep["roc_auc"]}
 
     names = [str(c) for c in labels]
     print(f"model     {args.model}")
@@ -474,27 +469,10 @@ def cmd_eval(args) -> int:
         "accuracy": rep["accuracy"], "correct": rep["correct"], "classes": labels,
         "confusion_matrix": rep["confusion_matrix"], "per_class": rep["per_class"],
         "macro_avg": rep["macro_avg"], "weighted_avg": rep["weighted_avg"],
-        "roc_auc": None if auc is None else auc["auc"],
-        "roc_auc_per_class": None if auc is None else auc["per_class"],
+        "roc_auc": rep["roc_auc"], "roc_auc_per_class": rep["roc_auc_per_class"],
         "train_seconds": train_seconds, "predict_seconds": predict_seconds,
     })
     return 0
-
-
-def _eval_auc(model, ds) -> dict | None:
-    """ROC AUC (one-vs-rest for more than two classes) of the model's leaf-frequency probabilities on
-    the rows whose label the model knows; None when the model has no class counts or the rows do not
-    hold two of its classes."""
-    from treegen.core.metrics import roc_auc_ovr
-
-    if not all(t.has_class_counts for t in model.trees):
-        return None
-    index = {c: i for i, c in enumerate(model.classes)}
-    y = np.array([index.get(v, -1) for v in ds.labels.tolist()], dtype=np.int64)
-    keep = y >= 0
-    if np.unique(y[keep]).size < 2:
-        return None
-    return roc_auc_ovr(y[keep], model.predict_proba(ds.X[keep]))
 
 
 def cmd_cv(args) -> int:
