@@ -37,3 +37,4 @@ def test_export_train_says_up_to_n_classes(tmp_path, capsys):
     code, out, err = run_cli(capsys, ["export", csv, "--train", "--target", "cortex-m4", "-o", tmp_path / "lib"])
     assert code == 0, err
     assert "40 rows x 3 attributes, up to 3 classes" in out and "classes 2.." not in out
+    assert "iterations in the example main, oversize weight" in out and "max_iter" not in out

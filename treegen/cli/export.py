@@ -202,8 +202,8 @@ def cmd_export_train(args) -> int:
     print(f"RAM             {ram['total']} bytes needed of {target.ram_bytes} (engine {ram['engine']}, buffers "
           f"{ram['train_buffers']}, stack {ram['stack']})")
     print(f"flash (est.)    {rep.flash_estimate} bytes (tables, data, code)")
-    print(f"parameters      digest {s['params_digest']}; max_iter {params.max_iter} (example main), "
-          f"oversize_weight {params.oversize_weight}")
+    print(f"parameters      {params.max_iter} iterations in the example main, oversize weight "
+          f"{params.oversize_weight} (--oversize-weight); parameter digest {s['params_digest']}")
     print(f"example         cc -std=c99 -O2 -I {args.output} {' '.join(str(Path(args.output) / f) for f in rep.files if f.endswith('.c'))}")
     if rep.notes and any("off (RAM)" in n for n in rep.notes):
         print("note            partial reclassification is off: it would not fit in RAM (same trees, slower)")

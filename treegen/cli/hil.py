@@ -166,7 +166,7 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
             print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, up to {s.n_classes} classes, "
                   f"{mode_name(s)}, {'DSP' if s.dsp else 'scalar'}")
             if s.max_depth != params_from_model(model).max_depth:
-                print(f"                max_depth {params_from_model(model).max_depth} -> {s.max_depth}: the node "
+                print(f"                maximum depth {params_from_model(model).max_depth} -> {s.max_depth}: the node "
                       f"pool that fits {target.name}'s {target.ram_kb} KiB RAM")
             if fw.ram_bytes is not None:
                 print(f"board memory    RAM {fw.ram_bytes} of {target.ram_bytes} bytes "
