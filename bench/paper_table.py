@@ -72,10 +72,13 @@ def run_compare(datasets: list[str], params: dict, a, out: Path) -> dict:
 
 
 def cell(result: dict, dataset: str, method: str) -> dict:
-    """One (dataset, method) cell of a compare result, in the shape of a ``treegen cv`` result."""
+    """One (dataset, method) cell of a compare result, in the shape of a ``treegen cv`` result (accuracy
+    in percent, like the paper's columns)."""
     c = result["summary"]["cells"][dataset][method]
     folds = [r for r in result["records"] if r["dataset"] == dataset and r["method"] == method]
-    return {"accuracy": c["accuracy"], "leaves": c["leaves"], "depth": c["depth"],
+    # compare's JSON holds fractions (treegen's units rule); this table and the paper use percent
+    accuracy = {k: 100.0 * v for k, v in c["accuracy"].items()}
+    return {"accuracy": accuracy, "leaves": c["leaves"], "depth": c["depth"],
             "params": result["methods"][method]["params"], "folds": folds}
 
 

@@ -32,5 +32,5 @@ def test_alternative_model_on_an_emulated_board(name, tmp_path, record_property)
     record_property("insn_per_inference", report["insn_per_inference"])
     assert report["ok"], hil.summary(report)
     assert report["rows"] == X.shape[0] and report["mismatches"] == 0
-    assert report["float_agreement"] == 100.0
-    assert report["variant"].split("-")[1] == layout
+    assert report["float_agreement"] == 1.0
+    assert report["layout"] == layout and report["device"]["variant"].split("-")[1] == layout

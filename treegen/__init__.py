@@ -3,6 +3,13 @@
 Induce trees on the host (EFTI oblique trees, CART), export them as fixed-point C, build them for
 Cortex-M targets and verify them on the device over a serial link.
 
+Every command of the ``treegen`` CLI has a Python counterpart (``docs/api.md``): the estimators
+(``fit``), :meth:`Model.predict` (``predict``), :func:`evaluate` (``eval``), :func:`cross_validate`
+(``cv``), :func:`render_text` / :func:`render_dot` (``show``), :func:`compare` (``compare``),
+:func:`export_model` (``export``), :func:`all_targets` (``targets``), :func:`plot_tree` and the other
+``plot_*`` (``plot``); ``build``, ``flash`` and ``hil`` are in :mod:`treegen.device.commands`
+(``build_firmware``, ``start_emulator`` / ``upload_firmware``, ``run_hil``).
+
 The names below are loaded on first use (PEP 562), so that ``import treegen.<subpackage>`` — e.g. the
 pytest plugin :mod:`treegen.hil.plugin`, which pytest loads wherever treegen is installed — does not
 import numpy and the learners.
@@ -23,29 +30,39 @@ if TYPE_CHECKING:     # the same names, for type checkers and readers (and tests
                                           DEPDTClassifier, EFTIClassifier, GPClassifier, ID3Classifier,
                                           RFClassifier, make_estimator)
 
-#: public name -> the module defining it
+#: public name -> (module, attribute), imported on first use
 _LAZY = {
-    "Model": "treegen.core.model", "load": "treegen.core.model", "save": "treegen.core.model",
-    "Tree": "treegen.core.tree",
-    **{name: "treegen.learn.estimators" for name in (
+    "Model": ("treegen.core.model", "Model"), "load": ("treegen.core.model", "load"),
+    "save": ("treegen.core.model", "save"), "Tree": ("treegen.core.tree", "Tree"),
+    **{name: ("treegen.learn.estimators", name) for name in (
         "ALGORITHMS", "CARTClassifier", "DECARTClassifier", "DEID3Classifier", "DEPDTClassifier", "EFTIClassifier",
         "GPClassifier", "ID3Classifier", "RFClassifier", "make_estimator")},
+    "evaluate": ("treegen.core.metrics", "evaluate"),
+    "cross_validate": ("treegen.learn.cv", "cross_validate"),
+    "compare": ("treegen.learn.compare", "compare"),
+    "render_text": ("treegen.emit.show", "render_text"),
+    "render_dot": ("treegen.emit.show", "render_dot"),
+    "export_model": ("treegen.emit.export", "export_model"),
+    "all_targets": ("treegen.core.targets", "all_targets"),
+    "get_target": ("treegen.core.targets", "get"),
+    "plot_tree": ("treegen.emit.plot", "plot_tree"),
+    "plot_partition": ("treegen.emit.plot", "plot_partition"),
+    "plot_confusion": ("treegen.emit.plot", "plot_confusion"),
+    "plot_cv": ("treegen.emit.plot", "plot_cv"),
+    "plot_hil": ("treegen.emit.plot", "plot_hil"),
+    "from_sklearn": ("treegen.emit.importers.sklearn", "from_sklearn"),
 }
 
-__all__ = [
-    "__version__", "TreegenError", "Model", "Tree", "load", "save",
-    "EFTIClassifier", "CARTClassifier", "ALGORITHMS", "make_estimator",
-    "DEPDTClassifier", "DECARTClassifier", "DEID3Classifier", "ID3Classifier", "GPClassifier", "RFClassifier",
-]
+__all__ = ["__version__", "TreegenError", *_LAZY]
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'treegen' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'treegen' has no attribute {name!r}")
 
 
 def __dir__():

@@ -106,8 +106,8 @@ def test_fit_writes_model_summary_and_json(tmp_path, toy, fake_algos, capsys):
     figures = json.loads(js.read_text())
     assert figures["command"] == "fit" and figures["algorithm"] == "efti"
     assert figures["leaves"] == 2 and figures["depth"] == 1
-    assert 0 <= figures["train_accuracy"] <= 100
-    assert figures["train_accuracy"] == pytest.approx(100 * model.metadata["train_accuracy"])
+    assert 0 <= figures["train_accuracy"] <= 1              # fractions in JSON, as in the model metadata
+    assert figures["train_accuracy"] == model.metadata["train_accuracy"]
     assert figures["params"]["random_state"] == 3
 
 
@@ -179,7 +179,7 @@ def test_eval_table_and_json(tmp_path, toy, model_file, capsys):
     assert figures["classes"] == [1, 2, 3]
     cm = np.array(figures["confusion_matrix"])
     assert cm.shape == (3, 3) and cm.sum() == 30 and cm.sum(axis=1).tolist() == [10, 10, 10]
-    assert figures["accuracy"] == pytest.approx(100 * np.trace(cm) / 30)
+    assert figures["accuracy"] == pytest.approx(np.trace(cm) / 30)
     assert [c["support"] for c in figures["per_class"]] == [10, 10, 10]
     assert all(0 <= c["f1"] <= 1 for c in figures["per_class"])
 
@@ -217,7 +217,7 @@ def test_cv_prints_mean_ci_and_writes_json(tmp_path, toy, fake_algos, capsys):
     assert (res["folds_k"], res["repeats"], res["seed"], res["algorithm"]) == (3, 2, 5, "efti")
     assert len(res["folds"]) == 6 and res["params"]["max_iter"] == 20
     assert set(res["accuracy"]) == {"mean", "ci95"}
-    assert f"{res['accuracy']['mean']:.2f} ± {res['accuracy']['ci95']:.2f} %" in out
+    assert f"{100 * res['accuracy']['mean']:.2f} ± {100 * res['accuracy']['ci95']:.2f} %" in out
     # same seed -> same folds
     js2 = tmp_path / "cv2.json"
     assert run(capsys, argv[:-1] + [js2])[0] == 0
@@ -429,7 +429,7 @@ def test_real_inducers_on_shared_dataset(tmp_path, datasets_dir, capsys):
                                          "--json", js])
         assert code == 0, err
         assert load(out).feature_names == ["a0", "a1", "a2", "a3"]
-        assert json.loads(js.read_text())["train_accuracy"] > 80
+        assert json.loads(js.read_text())["train_accuracy"] > 0.8
         code, stdout, err = run(capsys, ["eval", out, data])
         assert code == 0 and "accuracy" in stdout
         code, stdout, err = run(capsys, ["predict", out, data])
@@ -440,7 +440,7 @@ def test_real_inducers_on_shared_dataset(tmp_path, datasets_dir, capsys):
     code, stdout, err = run(capsys, ["cv", data, "--algo", "cart", "--folds", 5, "--repeats", 2, "--jobs", 2,
                                      "--json", js])
     assert code == 0, err
-    assert json.loads(js.read_text())["accuracy"]["mean"] > 85
+    assert json.loads(js.read_text())["accuracy"]["mean"] > 0.85
     code, stdout, err = run(capsys, ["cv", data, "--algo", "efti", "--max-iter", 300, "--folds", 3])
     assert code == 0, err
     assert "accuracy" in stdout

@@ -76,9 +76,9 @@ def test_run_hil_native_report(model, tmp_path):
     assert REPORT_KEYS <= set(report)
     assert report["ok"] is True and report["error"] is None
     assert report["rows"] == X.shape[0] and report["mismatches"] == 0 and report["mismatch_rows"] == []
-    assert report["model_hash"] == model.hash() and report["variant"] == "q15-table-scalar"
+    assert report["model_hash"] == model.hash() and (report["layout"], report["variant"]) == ("table", "scalar")
     assert report["counter_unit"] == "nanoseconds" and report["insn_per_inference"] > 0
-    assert 0 <= report["float_agreement"] <= 100 and report["rows_per_s"] > 0
+    assert 0 <= report["float_agreement"] <= 1 and report["rows_per_s"] > 0
     assert [c["name"] for c in report["checks"]] == ["hash", "predictions", "bench"]
     assert all(c["ok"] for c in report["checks"])
     assert set(children()) <= before                     # the native harness is gone
@@ -288,4 +288,4 @@ def test_port_mode_checks_the_requested_layout(model, tmp_path):
     with NativeDevice(exe) as port:
         with pytest.raises(hil.HilError) as exc:
             hil.run_hil(model, "native", port=port, layout="unrolled", bench_iters=0)
-    assert str(exc.value) == "device runs variant 'q15-table-scalar', expected layout 'unrolled'"
+    assert str(exc.value) == "device runs layout 'table', variant 'scalar', expected layout 'unrolled'"

@@ -64,8 +64,8 @@ def test_cli_export_report_and_json(tmp_path, model_file, data_file, capsys):
     assert rep["files"] == [str(out / "iris.h"), str(out / "iris.c")]
     assert rep["acc_bits"] == 16 and rep["exact"] is True and rep["unresolved_rows"] == []
     assert rep["field_types"] == {"child_ref": "int8_t", "feature_index": "int8_t"}
-    assert rep["agreement"] == {"rows": 200, "fixed_vs_float_pct": 100.0, "accuracy_float_pct": 90.0,
-                                "accuracy_fixed_pct": 90.0}
+    assert rep["agreement"] == {"rows": 200, "fixed_vs_float": 1.0, "accuracy_float": 0.9,
+                                "accuracy_fixed": 0.9}
     assert isinstance(rep["flash_bytes"], int) and rep["flash_bytes"] > 0  # arm-none-eabi-size is installed
     assert isinstance(rep["ram_bytes"], int)
     assert any(k.startswith(".rodata.tg_iris_t0_") for k in rep["sections"])
@@ -242,8 +242,8 @@ def test_unresolved_rows_and_inexact_report(tmp_path):
     rep = export_model(model, tmp_path, target="cortex-m4", data=(X, np.array([0, 1, 0, 1], dtype=object)))
     assert rep.exact is False
     assert len(rep.unresolved_rows) == 1 and rep.unresolved_rows[0] in (0, 1)
-    assert rep.agreement["fixed_vs_float_pct"] == 75.0
-    assert rep.agreement["accuracy_float_pct"] == 100.0 and rep.agreement["accuracy_fixed_pct"] == 75.0
+    assert rep.agreement["fixed_vs_float"] == 0.75
+    assert rep.agreement["accuracy_float"] == 1.0 and rep.agreement["accuracy_fixed"] == 0.75
     assert any("cannot keep their float side" in n for n in rep.notes)
 
 
@@ -272,8 +272,8 @@ def test_f32_report_agreement(tmp_path):
     X = np.random.default_rng(4).integers(0, 32768, (300, 3)).astype(float)
     y = np.asarray(model.predict(X))
     rep = export_model(model, tmp_path, target="cortex-m4", dtype="f32", data=(X, y), measure=False)
-    assert rep.agreement == {"rows": 300, "f32_vs_float_pct": 100.0, "accuracy_float_pct": 100.0,
-                             "accuracy_f32_pct": 100.0}
+    assert rep.agreement == {"rows": 300, "f32_vs_float": 1.0, "accuracy_float": 1.0,
+                             "accuracy_f32": 1.0}
     assert any("100.00 % agreement with the float model (300 rows)" in n for n in rep.notes)
 
 

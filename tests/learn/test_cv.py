@@ -93,7 +93,7 @@ def test_cross_validate_result_structure(stump):
     assert [(f["repeat"], f["fold"]) for f in folds] == [(r, f) for r in range(3) for f in range(4)]
     for f in folds:
         assert set(f) >= {"repeat", "fold", "accuracy", "leaves", "depth", "train_seconds", "seed"}
-        assert 0.0 <= f["accuracy"] <= 100.0
+        assert 0.0 <= f["accuracy"] <= 1.0
         assert f["leaves"] == 2 and f["depth"] == 1
         assert f["seed"] == cv.fold_seed(11, f["repeat"], f["fold"])
         assert f["n_train"] + f["n_test"] == 60
@@ -102,8 +102,8 @@ def test_cross_validate_result_structure(stump):
     mean, ci = mean_ci95([f["accuracy"] for f in folds])
     assert res["accuracy"] == {"mean": pytest.approx(mean), "ci95": pytest.approx(ci)}
     assert res["leaves"] == {"mean": 2.0, "ci95": 0.0}
-    # the accuracy really is a percentage of the test fold
-    assert all(abs(f["accuracy"] * f["n_test"] / 100 - round(f["accuracy"] * f["n_test"] / 100)) < 1e-9
+    # the accuracy really is the fraction of the test fold predicted correctly
+    assert all(abs(f["accuracy"] * f["n_test"] - round(f["accuracy"] * f["n_test"])) < 1e-9
                for f in folds)
 
 
@@ -181,7 +181,7 @@ def test_cart_on_iris_with_processes(datasets_dir):
     a = cv.cross_validate(X, y, "cart", {}, folds=5, repeats=2, seed=0, jobs=1, dataset="irs")
     b = cv.cross_validate(X, y, "cart", {}, folds=5, repeats=2, seed=0, jobs=2, dataset="irs")
     assert _strip_times(a) == _strip_times(b)
-    assert 85.0 < a["accuracy"]["mean"] <= 100.0
+    assert 0.85 < a["accuracy"]["mean"] <= 1.0
     assert a["accuracy"]["ci95"] > 0
     assert a["leaves"]["mean"] >= 3
 
@@ -194,4 +194,4 @@ def test_efti_on_iris_reproducible(datasets_dir):
     b = cv.cross_validate(X, y, "efti", {"max_iter": 500}, folds=3, seed=5, jobs=1)
     assert _strip_times(a) == _strip_times(b)
     assert a["params"]["max_iter"] == 500
-    assert a["accuracy"]["mean"] > 60.0
+    assert a["accuracy"]["mean"] > 0.6

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from treegen.core.output import check_output, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.learn.estimators import ALGORITHMS
 
-FLASH_FIELDS = ("flash_bytes", "flash_bytes_inference")
 
 
 def add_scheduler_option(p) -> None:
@@ -113,8 +111,8 @@ def _command(args) -> str:
 
 
 # ---------------------------------------------------------------------- output
-def _pm(stat: dict | None, digits: int = 2) -> str:
-    return "n/a" if stat is None else f"{stat['mean']:.{digits}f} ± {stat['ci95']:.{digits}f}"
+def _pm(stat: dict | None, digits: int = 2, scale: float = 1.0) -> str:
+    return "n/a" if stat is None else f"{scale * stat['mean']:.{digits}f} ± {scale * stat['ci95']:.{digits}f}"
 
 
 def _p(p: float) -> str:
@@ -138,7 +136,7 @@ def render_markdown(result: dict) -> str:
     for ds in datasets:
         row = []
         for m in names:
-            text = _pm(cells[ds][m]["accuracy"])
+            text = _pm(cells[ds][m]["accuracy"], scale=100.0)     # fractions in JSON, percent here
             row.append(f"**{text}**" if m in s["best"][ds] else text)
         out.append(f"| {ds} | " + " | ".join(row) + " |")
     if s["average_ranks"] is not None:
@@ -208,49 +206,40 @@ def cmd_compare(args) -> int:
         data.append(d)
         info.append({"name": d.name, "file": path.name, "n_rows": ds.n_rows, "n_features": ds.n_features,
                      "n_classes": len(set(ds.labels.tolist())), "digest": d.digest})
-    tasks = _cmp.plan(data, methods, folds=args.folds, repeats=args.repeats, seed=args.seed)
+    # treegen.learn.compare.run_comparison: the Python API of this command; here only the progress and printing
+    state = {"done": 0, "finished": 0, "total": 0, "bar": None}
 
-    store = _cmp.ResultsFile(results_path)
-    done = store.done(tasks)
-    if measure is not None:   # records made without --target do not have the flash figures
-        done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
-    pending = [t for t in tasks if t.key not in done]
-    cluster = f"the Dask scheduler {args.scheduler}" if args.scheduler else "a local Dask cluster"
-    t0 = time.perf_counter()
-    if pending:
-        finished = 0
-        with _cmp.dask_client(args.scheduler, args.workers) as client:
-            n_workers = len(client.scheduler_info().get("workers", {}))
-            cluster += f" ({n_workers} worker{'s' if n_workers != 1 else ''})"
-            with progress_bar(total=len(pending), desc="compare", quiet=args.quiet, unit="task") as bar:
-                def on_result(rec):
-                    nonlocal finished
-                    store.add(rec)
-                    finished += 1
-                    bar.update(1)
-                try:
-                    _cmp.run_tasks(client, pending, data, measure=measure, on_result=on_result)
-                except KeyboardInterrupt:
-                    bar.close()
-                    print(f"treegen: interrupted: {len(done) + finished} of {len(tasks)} tasks finished, kept in "
-                          f"{results_path} (the same command resumes)", file=sys.stderr)
-                    return 130
-                except TreegenError as exc:
-                    raise TreegenError(f"{exc}; {len(done) + finished} of {len(tasks)} tasks finished, kept in "
-                                       f"{results_path} (the same command resumes)") from None
-    wall = time.perf_counter() - t0
+    def on_start(n_tasks, n_done, n_pending):
+        state.update(done=n_done, total=n_tasks)
+        if n_pending:
+            state["bar"] = progress_bar(total=n_pending, desc="compare", quiet=args.quiet, unit="task")
 
-    # names come from this run (a record is found by what its result depends on, not by the names)
-    records = [{**store.records[t.key], "dataset": t.dataset, "method": t.method} for t in tasks]
-    if measure is None:
-        records = [{k: v for k, v in r.items() if k not in FLASH_FIELDS} for r in records]
-    summary = _cmp.summarize(records, [d.name for d in data], methods)
-    result = {
-        "command": _command(args), "datasets": info, "methods": _cmp.method_params(methods),
-        "folds": args.folds, "repeats": args.repeats, "seed": args.seed, "target": args.target,
-        "cluster": cluster, "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,
-        "results_file": results_path, "summary": summary, "records": records,
-    }
+    def on_result(rec):
+        state["finished"] += 1
+        state["bar"].update(1)
+
+    kept = lambda: (f"{state['done'] + state['finished']} of {state['total']} tasks finished, kept in "  # noqa: E731
+                    f"{results_path} (the same command resumes)")
+    try:
+        run = _cmp.run_comparison(data, methods, folds=args.folds, repeats=args.repeats, seed=args.seed,
+                                  results=results_path, scheduler=args.scheduler, workers=args.workers,
+                                  measure=measure, on_start=on_start, on_result=on_result)
+    except KeyboardInterrupt:
+        if state["bar"] is not None:
+            state["bar"].close()
+        if not state["total"]:
+            raise
+        print(f"treegen: interrupted: {kept()}", file=sys.stderr)
+        return 130
+    except TreegenError as exc:
+        if not state["total"]:
+            raise
+        raise TreegenError(f"{exc}; {kept()}") from None
+    finally:
+        if state["bar"] is not None:
+            state["bar"].close()
+    result = {"command": _command(args), "datasets": info, **run, "target": args.target,
+              "results_file": results_path}
     text = render_markdown(result)
     sys.stdout.write(text)
     write_json(args.json, result)

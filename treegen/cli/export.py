@@ -120,14 +120,16 @@ def cmd_export(args) -> int:
             why.append("oblique float32 arithmetic")
         if rep.dtype == "q15" and not all(t["exact"] for t in rep.trees):
             why.append("inexact coefficients, thresholds fitted to the data given")
-        key = "fixed_vs_float_pct" if rep.dtype == "q15" else "f32_vs_float_pct"
-        measured = (f"; measured {rep.agreement[key]:.2f} % agreement on the {rep.agreement['rows']} rows of --data"
+        key = "fixed_vs_float" if rep.dtype == "q15" else "f32_vs_float"
+        measured = (f"; measured {100 * rep.agreement[key]:.2f} % agreement on the {rep.agreement['rows']} rows of --data"
                     if rep.agreement and key in rep.agreement else "; give --data to measure the agreement")
         print(f"exact           no ({', '.join(why) or 'not proven'}){measured}")
         print(f"guarantee       {rep.guarantee}")
-    if rep.dtype == "q15":
-        print(f"unresolved rows {len(rep.unresolved_rows)}")
-    print(f"estimated bytes {rep.estimated_bytes}  (tables{' + code estimate' if rep.layout == 'unrolled' else ''})")
+    if rep.dtype == "q15" and rep.agreement is not None:
+        moved = len(rep.unresolved_rows)
+        print(f"quantisation    {'no' if moved == 0 else moved} data row{'' if moved == 1 else 's'} of --data "
+              f"{'takes' if moved == 1 else 'take'} another branch than in the float model")
+    print(f"estimated size  {rep.estimated_bytes} bytes  (tables{' + code estimate' if rep.layout == 'unrolled' else ''})")
     if rep.flash_bytes is None:
         print(f"flash / RAM     {rep.size_note}")
     else:
@@ -136,11 +138,11 @@ def cmd_export(args) -> int:
         print(f"                ({rep.size_note})")
     agr = rep.agreement
     if agr is not None:
-        if "fixed_vs_float_pct" in agr:
-            print(f"agreement       {agr['fixed_vs_float_pct']:.2f} % fixed-point vs float  ({agr['rows']} rows)")
-        if "accuracy_float_pct" in agr:
-            fixed = f", fixed-point {agr['accuracy_fixed_pct']:.2f} %" if "accuracy_fixed_pct" in agr else ""
-            print(f"accuracy        float {agr['accuracy_float_pct']:.2f} %{fixed}")
+        if "fixed_vs_float" in agr:
+            print(f"agreement       {100 * agr['fixed_vs_float']:.2f} % fixed-point vs float  ({agr['rows']} rows)")
+        if "accuracy_float" in agr:
+            fixed = f", fixed-point {100 * agr['accuracy_fixed']:.2f} %" if "accuracy_fixed" in agr else ""
+            print(f"accuracy        float {100 * agr['accuracy_float']:.2f} %{fixed}")
     for note in rep.notes:
         print(f"note            {note}")
     write_json(args.json, {"command": "export", "model": str(args.model), **d})
@@ -222,15 +224,15 @@ def cmd_export_train(args) -> int:
     print(f"source          {what}")
     print(f"target          {target.name}  ({target.core}; {target.ram_kb} KiB RAM, {target.flash_kb} KiB flash)")
     print(f"files           {', '.join(rep.files)}  in {args.output}")
-    print(f"engine          {s['max_rows']} rows x {s['n_attr']} attributes, classes 2..{s['n_classes']}, depth "
+    print(f"engine          {s['max_rows']} rows x {s['n_attr']} attributes, up to {s['n_classes']} classes, depth "
           f"{s['max_depth']}; partial reclassification {'on' if s['partial'] else 'off'}; "
           f"{'SMLALD (DSP)' if s['dsp'] else 'scalar'} dot product")
     print(f"data            {'in flash (tg_efti_data.c): ' + str(s['flash_rows']) + ' rows' if s['flash_rows'] else 'your firmware fills a RAM buffer (see --example)'}")
     print(f"RAM             {ram['total']} bytes needed of {target.ram_bytes} (engine {ram['engine']}, buffers "
           f"{ram['train_buffers']}, stack {ram['stack']})")
     print(f"flash (est.)    {rep.flash_estimate} bytes (tables, data, code)")
-    print(f"parameters      digest {s['params_digest']}; max_iter {params.max_iter} (example main), "
-          f"oversize_weight {params.oversize_weight}")
+    print(f"parameters      {params.max_iter} iterations in the example main, oversize weight "
+          f"{params.oversize_weight} (--oversize-weight); parameter digest {s['params_digest']}")
     if args.example:
         print(f"example         cc -std=c99 -O2 -I {args.output} "
               f"{' '.join(str(Path(args.output) / f) for f in rep.files if f.endswith('.c'))}")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, kib, model_names
@@ -14,7 +12,6 @@ from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
 from treegen.core.model import load
 from treegen.core.targets import get as get_target
-from treegen.device import buildfolder
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
 
@@ -67,10 +64,10 @@ def _firmware_project(args):
     return model, target, out
 
 
-def _print_size(size, target) -> None:
-    print(f"flash           {kib(size.flash)} of {target.flash_kb} KiB "
-          f"({100 * size.flash / target.flash_bytes:.1f} %)")
-    print(f"RAM             {kib(size.ram)} of {target.ram_kb} KiB ({100 * size.ram / target.ram_bytes:.1f} %; "
+def _print_size(flash: int, ram: int, target) -> None:
+    print(f"flash           {kib(flash)} of {target.flash_kb} KiB "
+          f"({100 * flash / target.flash_bytes:.1f} %)")
+    print(f"RAM             {kib(ram)} of {target.ram_kb} KiB ({100 * ram / target.ram_bytes:.1f} %; "
           "static data + stack reserve)")
 
 
@@ -100,75 +97,62 @@ def _train_spec(args, model, target):
     return spec
 
 
-def _build_firmware(model, target, out: Path, args, train=None) -> Path:
-    """Write the project and build it (emulated targets, or boards whose platform is installed)."""
-    from treegen.device import platformio as pio
+def _build_firmware(model, target, out: Path, args, train=None, reuse: bool = False):
+    """Write the project and build it (emulated targets, or boards whose platform is installed):
+    :func:`treegen.device.commands.build_firmware`, printed."""
+    from treegen.device.commands import build_firmware
 
-    with buildfolder.locked(out):
-        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
-        t0 = time.perf_counter()
-        elf = pio.build(out, verbose=args.verbose, target=target)
-    seconds = time.perf_counter() - t0
-    size = pio.check_size(elf, target)
-    print(f"firmware        {elf}")
-    _print_size(size, target)
-    print(f"build time      {seconds:.1f} s")
-    return elf
+    res = build_firmware(model, target, out, layout=args.layout, variant=args.variant, train=train,
+                         verbose=args.verbose, reuse=reuse)
+    if res.elf is None:
+        return res
+    if res.up_to_date:
+        print(f"firmware        {res.elf}  (up to date)")
+        return res
+    print(f"firmware        {res.elf}")
+    _print_size(res.flash_bytes, res.ram_bytes, target)
+    print(f"build time      {res.seconds:.1f} s")
+    return res
 
 
 def cmd_build(args) -> int:
-    from treegen.device import platformio as pio
-
     model, target, out = _firmware_project(args)
     print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
     print(f"target          {target.name}  ({target.kind}: {target.description})")
     print(f"project         {out}")
     train = _train_spec(args, model, target)
-    platform = target.platformio.get("platform", "")
-    if target.kind == "emulated" or pio.platform_installed(platform):
-        _build_firmware(model, target, out, args, train=train)
+    res = _build_firmware(model, target, out, args, train=train)
+    if res.elf is not None:
         if target.kind == "emulated":
             extra = f" --train --data {args.data}" if train is not None else ""
             print(f"run             treegen flash {args.model} --target {target.name} -o {out}{extra}")
     else:
-        pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
+        platform = target.platformio.get("platform", "")
         print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "
               "registry is reachable, build and upload with:")
-        print(f"                {' '.join(pio.upload_command(out))}")
+        print(f"                {' '.join(res.upload_command)}")
     return 0
 
 
 def _emulated_firmware(model, target, out: Path, args, train=None) -> Path:
     """The project's firmware.elf, rebuilt unless it is up to date for this model/layout/variant
     (always regenerated with on-device training; PlatformIO's build cache keeps that quick)."""
-    from treegen.device import platformio as pio
-
-    if train is not None:
-        return _build_firmware(model, target, out, args, train=train)
-    with buildfolder.locked(out):
-        elf = pio.firmware_current(out, target, f"model {model.hash()}  layout {args.layout}  variant {args.variant}")
-        if elf is not None and f"; target {target.name}:" in (out / "platformio.ini").read_text(encoding="utf-8"):
-            print(f"firmware        {elf}  (up to date)")
-            return elf
-        return _build_firmware(model, target, out, args)
+    return _build_firmware(model, target, out, args, train=train, reuse=True).elf
 
 
 def cmd_flash(args) -> int:
     from treegen.device import platformio as pio
-    from treegen.device.emulator import QemuBoard
+    from treegen.device.commands import start_emulator
 
     model, target, out = _firmware_project(args)
     train = _train_spec(args, model, target)
     if target.kind == "board":
+        from treegen.device.commands import upload_firmware
+
         pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         pio.check_board_platform(target, out)     # seconds, not PlatformIO's ~60 s wait for its registry
-        cmd = pio.pio_command() + pio.upload_command(out, port=args.port)[1:]
         print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
-        from treegen.device import processes
-        try:
-            rc = processes.run(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            raise TreegenError(f"cannot run PlatformIO: {exc.strerror or exc}") from None
+        rc = upload_firmware(out, port=args.port)
         if rc != 0:
             raise TreegenError(f"pio run -t upload failed (exit {rc}); see PlatformIO's output above")
         return 0
@@ -185,7 +169,7 @@ def cmd_flash(args) -> int:
 
     # SIGTERM and SIGHUP raise Interrupted (cli.main): QEMU is stopped and the status is 128 + n;
     # Ctrl-C is the documented way to stop serving: status 0
-    with QemuBoard(target, elf, port=port) as board:
+    with start_emulator(target, elf, port=port) as board:
         print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
         print(f"serial          {board.url}")
         print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",

@@ -128,12 +128,13 @@ def _print_hil(r: dict) -> None:
     if r["flash_bytes"] is not None:
         print(f"flash / RAM     {r['flash_bytes']} / {r['ram_bytes']} bytes")
     d = r["device"]
-    print(f"device          {r['port']}  ({d['target']}, treegen {d['treegen_version']}, {d['variant']}, "
-          f"max_batch {d['max_batch']})")
+    runs = (f"layout {r['layout']}, variant {r['variant']}" if r.get("layout") else f"firmware {d['variant']}")
+    print(f"device          {r['port']}  ({d['target']}, treegen {d['treegen_version']}, {runs}, "
+          f"up to {d['max_batch']} rows per request)")
     for c in r["checks"]:
         print(f"{c['name']:<16}{'ok' if c['ok'] else 'FAILED'}  {c['message']}")
     if r["accuracy"] is not None:
-        print(f"accuracy        {r['accuracy']:.2f} %  (device predictions vs the labels)")
+        print(f"accuracy        {100 * r['accuracy']:.2f} %  (device predictions vs the labels)")
     if r["rows_per_s"] is not None:
         print(f"throughput      {r['rows_per_s']:.0f} rows/s  ({r['rows']} rows in {r['seconds']['predict']:.2f} s)")
     if r["bench"] is not None:
@@ -149,8 +150,8 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
     the host, compare (:func:`run_train_hil`). Exit 0 only when everything is identical."""
     from treegen.device.hil import open_device
     from treegen.device.train_firmware import make_train_spec, mode_name, params_from_model, training_rows
-    from treegen.device.train_hil import (build_train_firmware, device_training_setup, junit_xml, run_train_hil,
-                                          summary_lines)
+    from treegen.device.train_hil import (build_train_firmware, device_training_setup, fitness_text, junit_xml,
+                                          run_train_hil, summary_lines)
 
     Xq, y, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
     n, A = Xq.shape
@@ -170,10 +171,10 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
             s = fw.spec
             params = s.params
             source = "flash"
-            print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, classes 2..{s.n_classes}, "
+            print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, up to {s.n_classes} classes, "
                   f"{mode_name(s)}, {'DSP' if s.dsp else 'scalar'}")
             if s.max_depth != params_from_model(model).max_depth:
-                print(f"                max_depth {params_from_model(model).max_depth} -> {s.max_depth}: the node "
+                print(f"                maximum depth {params_from_model(model).max_depth} -> {s.max_depth}: the node "
                       f"pool that fits {target.name}'s {target.ram_kb} KiB RAM")
             if fw.ram_bytes is not None:
                 print(f"board memory    RAM {fw.ram_bytes} of {target.ram_bytes} bytes "
@@ -200,6 +201,5 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
     if args.junit is not None:
         write_text(args.junit, junit_xml(report, target.name, None), "JUnit file")
     if not report["ok"]:
-        raise HilFailed(f"on-device training differs from the host (device F {report['train']['device_fitness']}, "
-                        f"host F {report['train']['host_fitness']})")
+        raise HilFailed(f"on-device training differs from the host ({fitness_text(report['train'])})")
     return 0

@@ -6,8 +6,9 @@ SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the command, every child process (QEMU,
 harness, PlatformIO) is stopped, and the exit status is 128 + the signal number (130, 143, 129).
 Unexpected exceptions (bugs) keep their traceback.
 
-``--json FILE`` writes the figures of ``fit``, ``eval`` and ``cv`` as JSON; accuracies there are
-percentages (0..100), like on screen.
+``--json FILE`` writes a command's figures as JSON. One units rule: every accuracy-like figure in
+JSON (accuracy, agreement, precision, recall, F1, ROC AUC, OOB score, their means and CIs) is a
+fraction 0..1, as ``score()`` and the model metadata; percent appears only in human-readable text.
 """
 
 from __future__ import annotations

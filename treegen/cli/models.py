@@ -17,7 +17,7 @@ from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, 
                                 model_names, nonneg_float, params_text, pct, positive_float, table)
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
-from treegen.core.metrics import classification_report
+from treegen.core.metrics import evaluate
 from treegen.core.model import load, save
 from treegen.core.output import check_output, write_json, write_text
 from treegen.core.progress import enabled as progress_enabled
@@ -132,9 +132,22 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
         "--max-depth and --min-samples-leaf to id3, --oversize-weight and --engine to de-pdt)"))
     _add_forest_options(g)
     _show_defaults(p)
-    p.add_argument("--seed", type=int_range(0, MAX_SEED), metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=_seed_value, metavar="S|random",
+                   help="random seed (default 0); 'random' draws a fresh one (printed, and kept in the model)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _seed_value(text: str):
+    """``--seed``: an integer 0..2^64-1, or ``random`` (random_state=None: a seed drawn from the OS)."""
+    if text == "random":
+        return text
+    return int_range(0, MAX_SEED)(text)
+
+
+def _seed_of(args):
+    """The estimator's random_state for ``--seed`` (default 0; ``random`` -> None)."""
+    return 0 if args.seed is None else (None if args.seed == "random" else args.seed)
 
 
 def _default_text(value) -> str:
@@ -317,14 +330,13 @@ def cmd_fit(args) -> int:
     check_output(args.output, "model file", inputs=[args.data])
     check_output(args.json, "JSON file", inputs=[args.data, args.output])
     ds, classes = _load_training(args)
-    seed = 0 if args.seed is None else args.seed
     device = None
     if params.get("engine") == "device" or getattr(args, "target", None) or getattr(args, "port", None):
         device = _device_engine(args, params)
         params["engine"] = device
     est = make_estimator(algo, **params)
     if "random_state" in est._param_names():
-        est.set_params(random_state=seed)
+        est.set_params(random_state=_seed_of(args))
 
     show_bar = progress_enabled(args.quiet)
     total = (getattr(est, "max_iter", None) or getattr(est, "generations", None)
@@ -342,6 +354,7 @@ def cmd_fit(args) -> int:
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
+    seed = est.seed_
 
     model = est.model_
     model.metadata["params"].pop("callback", None)
@@ -354,7 +367,8 @@ def cmd_fit(args) -> int:
 
     tree = est.tree_
     train_acc = pct(model.metadata["train_accuracy"])
-    shown = {k: v for k, v in model.metadata["params"].items() if k in params or k == "random_state"}
+    shown = {k: v for k, v in model.metadata["params"].items() if k in params}
+    shown["seed"] = seed
     print(f"dataset         {Path(args.data).name}  ({ds.n_rows} rows, {ds.n_features} features, "
           f"{classes.shape[0]} classes)")
     print(f"algorithm       {algo}  ({params_text(shown)})")
@@ -376,7 +390,7 @@ def cmd_fit(args) -> int:
         "command": "fit", "dataset": Path(args.data).name, "algorithm": algo,
         "params": model.metadata["params"], "seed": seed,
         "n_rows": ds.n_rows, "n_features": ds.n_features, "n_classes": int(classes.shape[0]),
-        "train_accuracy": train_acc, "leaves": tree.n_leaves, "depth": tree.depth,
+        "train_accuracy": model.metadata["train_accuracy"], "leaves": tree.n_leaves, "depth": tree.depth,
         "train_seconds": seconds, "model": str(args.output),
         "info": {k: v for k, v in est.fit_info_.items()},
     })
@@ -411,14 +425,9 @@ def cmd_eval(args) -> int:
     if ds.labels.shape[0] == 0:
         raise DataError(f"{args.data} has no label column ({model.n_features} columns = the model's features); "
                         "eval needs the true labels")
-    t0 = time.perf_counter()
-    pred = model.predict(ds.X)
-    predict_seconds = time.perf_counter() - t0
-    known = set(model.classes)
-    extra = sorted({v for v in ds.labels.tolist() if v not in known}, key=lambda v: (isinstance(v, str), str(v)))
-    labels = list(model.classes) + extra
-    rep = classification_report(ds.labels, pred, labels=labels)
-    auc = _eval_auc(model, ds)
+    rep = evaluate(model, ds.X, ds.labels)        # treegen.core.metrics.evaluate: the Python API of eval
+    labels, extra, predict_seconds = rep["classes"], rep["unknown_classes"], rep["predict_seconds"]
+    auc = {"auc": rep["roc_auc"]}
 
     names = [str(c) for c in labels]
     print(f"model     {args.model}")
@@ -457,30 +466,13 @@ def cmd_eval(args) -> int:
     print(table(rows))
     write_json(args.json, {
         "command": "eval", "model": str(args.model), "dataset": Path(args.data).name, "n_rows": ds.n_rows,
-        "accuracy": pct(rep["accuracy"]), "correct": rep["correct"], "classes": labels,
+        "accuracy": rep["accuracy"], "correct": rep["correct"], "classes": labels,
         "confusion_matrix": rep["confusion_matrix"], "per_class": rep["per_class"],
         "macro_avg": rep["macro_avg"], "weighted_avg": rep["weighted_avg"],
-        "roc_auc": None if auc is None else auc["auc"],
-        "roc_auc_per_class": None if auc is None else auc["per_class"],
+        "roc_auc": rep["roc_auc"], "roc_auc_per_class": rep["roc_auc_per_class"],
         "train_seconds": train_seconds, "predict_seconds": predict_seconds,
     })
     return 0
-
-
-def _eval_auc(model, ds) -> dict | None:
-    """ROC AUC (one-vs-rest for more than two classes) of the model's leaf-frequency probabilities on
-    the rows whose label the model knows; None when the model has no class counts or the rows do not
-    hold two of its classes."""
-    from treegen.core.metrics import roc_auc_ovr
-
-    if not all(t.has_class_counts for t in model.trees):
-        return None
-    index = {c: i for i, c in enumerate(model.classes)}
-    y = np.array([index.get(v, -1) for v in ds.labels.tolist()], dtype=np.int64)
-    keep = y >= 0
-    if np.unique(y[keep]).size < 2:
-        return None
-    return roc_auc_ovr(y[keep], model.predict_proba(ds.X[keep]))
 
 
 def cmd_cv(args) -> int:
@@ -492,7 +484,7 @@ def cmd_cv(args) -> int:
     _categorical_by_index(params, ds.feature_names)
     if args.folds > ds.n_rows:
         raise TreegenError(f"--folds {args.folds} exceeds the number of rows ({ds.n_rows})")
-    seed = 0 if args.seed is None else args.seed
+    seed = _seed_of(args)
     total = args.folds * args.repeats
     with contextlib.ExitStack() as stack:
         jobs = args.jobs
@@ -512,8 +504,8 @@ def cmd_cv(args) -> int:
     print(f"dataset    {result['dataset']}  ({ds.n_rows} rows, {ds.n_features} features, "
           f"{classes.shape[0]} classes)")
     print(f"algorithm  {algo}  ({params_text(result['params'])})")
-    print(f"folds      {args.folds} x {args.repeats} repetition(s), seed {seed}")
-    print(f"accuracy   {acc['mean']:.2f} ± {acc['ci95']:.2f} %")
+    print(f"folds      {args.folds} x {args.repeats} repetition(s), seed {result['seed']}")
+    print(f"accuracy   {pct(acc['mean']):.2f} ± {pct(acc['ci95']):.2f} %")
     print(f"leaves     {leaves['mean']:.2f} ± {leaves['ci95']:.2f}")
     print(f"depth      {depth['mean']:.2f} ± {depth['ci95']:.2f}")
     print(f"time       {result['train_seconds']:.3f} s (total training)")

@@ -256,3 +256,53 @@ def roc_auc_ovr(y_true, proba) -> dict:
         return {"auc": per_class[1], "per_class": per_class}
     defined = [v for v in per_class if v is not None]
     return {"auc": float(np.mean(defined)) if defined else None, "per_class": per_class}
+
+
+# ---------------------------------------------------------------------- a model on labelled rows
+def evaluate(model, X, y) -> dict:
+    """What ``treegen eval`` reports for a model on labelled rows (the Python counterpart of the command).
+
+    Parameters
+    ----------
+    model : treegen.core.model.Model
+    X : array-like (n_rows, n_features)
+        Raw inputs, columns in the model's feature order.
+    y : array-like (n_rows,)
+        True labels (the model's class labels; unknown labels count as errors and get their own row
+        of the confusion matrix).
+
+    Returns
+    -------
+    dict
+        ``accuracy`` (a fraction 0..1), ``correct``, ``n``, ``classes`` (the model's, then unknown
+        labels), ``confusion_matrix`` (rows: true class), ``per_class``, ``macro_avg``,
+        ``weighted_avg`` (precision, recall, F1 as fractions), ``roc_auc`` (one-vs-rest macro for more
+        than two classes; None when the model has no class counts or the rows hold fewer than two of
+        its classes), ``roc_auc_per_class``, ``predict_seconds``.
+    """
+    import time
+
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    t0 = time.perf_counter()
+    pred = model.predict(X)
+    predict_seconds = time.perf_counter() - t0
+    known = set(model.classes)
+    extra = sorted({v for v in y.tolist() if v not in known}, key=lambda v: (isinstance(v, str), str(v)))
+    labels = list(model.classes) + extra
+    rep = classification_report(y, pred, labels=labels)
+    auc = None
+    if all(t.has_class_counts for t in model.trees):
+        index = {c: i for i, c in enumerate(model.classes)}
+        yi = np.array([index.get(v, -1) for v in y.tolist()], dtype=np.int64)
+        keep = yi >= 0
+        if np.unique(yi[keep]).size >= 2:
+            auc = roc_auc_ovr(yi[keep], model.predict_proba(X[keep]))
+    return {
+        "accuracy": rep["accuracy"], "correct": rep["correct"], "n": rep["n"], "classes": labels,
+        "unknown_classes": extra, "confusion_matrix": rep["confusion_matrix"], "per_class": rep["per_class"],
+        "macro_avg": rep["macro_avg"], "weighted_avg": rep["weighted_avg"],
+        "roc_auc": None if auc is None else auc["auc"],
+        "roc_auc_per_class": None if auc is None else auc["per_class"],
+        "predict_seconds": predict_seconds,
+    }

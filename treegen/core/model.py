@@ -161,6 +161,16 @@ class Model:
         trees of the leaf count frequencies (scikit-learn's ``predict_proba``)."""
         return self._mean_proba(self._leaves(X_raw))
 
+    def feature_importances(self, criterion: str = "gini") -> np.ndarray:
+        """Impurity-based feature importances summing to 1 (:meth:`Tree.feature_importances`); an
+        ensemble averages its trees' (single-leaf trees left out, then normalised: scikit-learn's
+        rule for forests)."""
+        per_tree = [t.feature_importances(criterion) for t in self.trees if t.n_nodes > 1]
+        if not per_tree:
+            return np.zeros(len(self.feature_names))
+        mean = np.mean(per_tree, axis=0)
+        return mean / mean.sum() if mean.sum() > 0 else mean
+
     def predict(self, X_raw: np.ndarray) -> np.ndarray:
         """Original class labels for raw inputs."""
         labels = np.asarray(self.classes, dtype=object)

@@ -245,6 +245,37 @@ class Tree:
         (:meth:`leaf_probabilities`)."""
         return self.leaf_probabilities()[self.apply(X)]
 
+    def feature_importances(self, criterion: str = "gini") -> np.ndarray:
+        """Impurity-based feature importances, ``(n_features,)`` summing to 1 (zeros for a single leaf
+        or a tree without class counts).
+
+        Each internal node ``t`` contributes its weighted impurity decrease
+        ``N_t*i(t) - N_left*i(left) - N_right*i(right)`` (``N`` = training rows reaching the node,
+        ``i`` = Gini or entropy of its class counts), shared among the features in proportion to
+        ``|w_a|`` of its test (on the normalised inputs the tree computes with). An axis-parallel test has
+        one non-zero weight, so the whole decrease goes to its feature: scikit-learn's
+        ``feature_importances_`` (mean decrease in impurity). For an oblique test the share of a
+        feature is its normalised absolute weight ``|w_a| / sum_b |w_b|``.
+        """
+        if criterion not in ("gini", "entropy"):
+            raise TreegenError(f"unknown impurity criterion {criterion!r} (gini or entropy)")
+        counts = self.class_counts.astype(np.float64)
+        n = counts.sum(axis=1)
+        p = np.divide(counts, n[:, None], out=np.zeros_like(counts), where=n[:, None] > 0)
+        if criterion == "gini":
+            impurity = 1.0 - np.sum(p * p, axis=1)
+        else:
+            impurity = -np.sum(p * np.log2(p, out=np.zeros_like(p), where=p > 0), axis=1)
+        out = np.zeros(self.n_features)
+        for t in np.flatnonzero(self.left != LEAF):
+            l, r = self.left[t], self.right[t]
+            decrease = n[t] * impurity[t] - n[l] * impurity[l] - n[r] * impurity[r]
+            w = np.abs(self.weights[t])
+            if w.sum() > 0:
+                out += decrease * w / w.sum()
+        total = out.sum()
+        return out / total if total > 0 else out
+
     @property
     def has_class_counts(self) -> bool:
         """The tree carries training class counts (its root saw rows)."""

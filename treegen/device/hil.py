@@ -24,7 +24,7 @@ Three checks, in order, each recorded in ``report["checks"]`` (name, ok, seconds
                  device with PREDICT; every answer must be *identical* to the Python fixed-point
                  model (:func:`treegen.emit.quantize.predict_model_q15` of the model quantised exactly
                  as the firmware's exporter does it, without data). The agreement with the float
-                 model (percent) and, given labels, the accuracy are reported, not asserted.
+                 model (a fraction 0..1, as every figure in JSON) and, given labels, the accuracy are reported, not asserted.
 ``bench``        BENCH on up to :data:`BENCH_ROWS` rows spread over the data, ``bench_iters`` calls
                  each: the class must be the fixed-point one and the counter unit the one INFO
                  announced; ``insn_per_inference`` is the mean count per call in ``counter_unit``
@@ -536,15 +536,20 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                                 "variant": info.variant, "max_payload": info.max_payload,
                                 "max_batch": info.max_batch, "capabilities": info.capabilities,
                                 "protocol_version": info.protocol_version}
-            report["variant"] = info.variant
-            report["layout"] = info.variant.split("-")[1] if info.variant.count("-") >= 2 else None
+            # layout and variant as the user types them (--layout table, --variant dsp); the firmware's
+            # own INFO string (e.g. q15-table-dsp) stays in report["device"]["variant"]
+            fw_parts = info.variant.split("-")
+            report["layout"] = fw_parts[1] if len(fw_parts) >= 3 else None
+            report["variant"] = fw_parts[2] if len(fw_parts) >= 3 else info.variant
             report["counter_unit"] = counter_unit_name(info.counter_unit)
             check_identity(info, model, tgt, expected_variant)
             parts = info.variant.split("-")
             for i, value in wanted.items():
                 if len(parts) <= i or parts[i] != value:
-                    raise WrongModel(f"device runs variant {info.variant!r}, expected {('layout', 'variant')[i - 1]} "
-                                     f"{value!r}")
+                    what = ("layout", "variant")[i - 1]
+                    runs = (f"layout {parts[1]!r}, variant {parts[2]!r}" if len(parts) >= 3
+                            else f"firmware variant {info.variant!r}")
+                    raise WrongModel(f"device runs {runs}, expected {what} {value!r}")
             _set_check(report, "hash", True, time.perf_counter() - t0, f"device runs model {info.model_hash[:16]}")
 
             # ---- predictions
@@ -559,16 +564,16 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
             mism = int(np.count_nonzero(got != ref.fixed))
             report["mismatches"] = mism
             report["mismatch_rows"] = mismatch_rows(ref, got, model)
-            report["float_agreement"] = round(100.0 * float(np.mean(got == ref.floating)), 4)
+            report["float_agreement"] = round(float(np.mean(got == ref.floating)), 6)
             if ref.labels is not None:
-                report["accuracy"] = round(100.0 * float(np.mean(got == ref.labels)), 4)
+                report["accuracy"] = round(float(np.mean(got == ref.labels)), 6)
             if mism:
                 first = report["mismatch_rows"][0]
                 msg = (f"{mism} of {n} device predictions differ from the fixed-point model (first: row "
                        f"{first['row']}, device class {first['device']}, expected {first['fixed_point']})")
             else:
                 msg = (f"{n} rows identical to the fixed-point model; float agreement "
-                       f"{report['float_agreement']:.2f} %")
+                       f"{100 * report['float_agreement']:.2f} %")
             _set_check(report, "predictions", mism == 0, seconds, msg)
 
             # ---- probabilities (soft-voting ensembles: PROBA)
@@ -641,7 +646,7 @@ def summary(report: dict) -> str:
         return f"FAIL: {report['error']}"
     parts = [f"{report['rows']} rows, {report['mismatches']} mismatches"]
     if report.get("float_agreement") is not None:
-        parts.append(f"float agreement {report['float_agreement']:.2f} %")
+        parts.append(f"float agreement {100 * report['float_agreement']:.2f} %")
     if report.get("insn_per_inference") is not None:
         parts.append(f"{report['insn_per_inference']:g} {report['counter_unit']}/inference")
     bad = [c for c in report["checks"] if c["ok"] is False]

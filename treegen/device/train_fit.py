@@ -87,7 +87,9 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
         t_host, info = engine.induce(X01, y, C, params, seed=seed)
         if not (tree.equals(t_host) and res.fitness == int(info["fitness_int"]) and res.iterations == params.max_iter):
             raise TreegenError(f"{tgt.name}: the device's tree differs from the host engine's with the same seed "
-                               f"(device F {res.fitness}, host F {info['fitness_int']})")
+                               f"(fitness {res.fitness / (n * float(1 << 32)):.6f} on the device, "
+                               f"{int(info['fitness_int']) / (n * float(1 << 32)):.6f} on the host; exact integers "
+                               f"{res.fitness} and {info['fitness_int']})")
         info = dict(info)
         info.update({"engine": "device", "device_target": tgt.name, "elapsed_s": round(seconds, 4),
                      "device_counter_per_iteration": round(res.per_iteration, 1),

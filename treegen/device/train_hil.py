@@ -477,12 +477,23 @@ def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceCl
             "device": device_client.name, "params": asdict(run_params)}
 
 
+def fitness_text(t: dict) -> str:
+    """The fitness of a ``hil --train`` report's ``train`` part in plain words: a fraction (accuracy
+    with the size penalty, 1 = best) on the device and the host, and the exact integer they compare."""
+    scale = t["rows"] * float(1 << 32)
+    if t["device_fitness"] == t["host_fitness"]:
+        return (f"fitness {t['device_fitness'] / scale:.6f} on the device and the host (accuracy with the "
+                f"size penalty; the exact integer {t['device_fitness']} on both)")
+    return (f"fitness {t['device_fitness'] / scale:.6f} on the device, {t['host_fitness'] / scale:.6f} on the host "
+            f"(exact integers {t['device_fitness']} and {t['host_fitness']})")
+
+
 def summary_lines(report: dict) -> list[str]:
     """Human-readable lines of a :func:`run_train_hil` report."""
     t = report["train"]
+    python = "" if t["float_fitness"] is None else f"; Python reference {t['float_fitness']:.6f}"
     lines = [
-        f"train           {'IDENTICAL' if t['identical'] else 'DIFFERENT'}: device F {t['device_fitness']}, "
-        f"host F {t['host_fitness']}, Python fitness {t['float_fitness']} (tolerance {t['fitness_tolerance']})",
+        f"train           {'IDENTICAL' if t['identical'] else 'DIFFERENT'} trees: {fitness_text(t)}{python}",
         f"tree            {t['n_nodes']} nodes, {t['n_leaves']} leaves, depth {t['depth']}, hits "
         f"{t['hits']}/{t['rows']} (seed {t['seed']}, {t['iterations']} iterations)",
     ]
@@ -552,7 +563,7 @@ def junit_xml(report: dict, target: str, error: str | None) -> str:
     t = report.get("train") or {}
     p = report.get("predict_trained")
     cases.append(("train", t.get("identical") if not error else False,
-                  error or f"device F {t.get('device_fitness')}, host F {t.get('host_fitness')}"))
+                  error or (fitness_text(t) if t else "not run")))
     cases.append(("predict_trained", (p or {}).get("identical") if not error else False,
                   error or (f"{p['agree']}/{p['rows']} rows" if p else "not run")))
     fails = sum(1 for _, ok, _ in cases if not ok)

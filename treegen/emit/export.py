@@ -112,7 +112,7 @@ class ExportReport:
     flash_bytes_inference: int | None = None  # the classification path alone (no labels, no raw wrapper)
     sections: dict = field(default_factory=dict)
     size_note: str = ""
-    agreement: dict | None = None     # with data: fixed-vs-float agreement and both accuracies (percent)
+    agreement: dict | None = None     # with data: fixed-vs-float agreement and both accuracies (fractions 0..1)
     notes: list = field(default_factory=list)
     vote: str = "single tree"         # ensembles: soft / hard
     input_contract: str = "float32"   # float32 / integer / q15 (Model.contract)
@@ -788,18 +788,18 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         agreement = {"rows": int(X_raw.shape[0])}
         if dtype == "q15":
             fixed_pred = predict_fixed(qtrees, X_q, model.n_classes, soft)
-            agreement["fixed_vs_float_pct"] = 100.0 * float(np.mean(fixed_pred == float_pred))
+            agreement["fixed_vs_float"] = float(np.mean(fixed_pred == float_pred))
         else:  # the f32 C sees the rows rounded to float32
             f32_pred = predict_f32(ctx["trees"], X_raw, model.n_classes, soft)
-            agreement["f32_vs_float_pct"] = 100.0 * float(np.mean(f32_pred == float_pred))
+            agreement["f32_vs_float"] = float(np.mean(f32_pred == float_pred))
         if labels is not None and labels.shape[0] == X_raw.shape[0]:
             known = {c: i for i, c in enumerate(model.classes)}
             y = np.array([known.get(v, -1) for v in labels.tolist()], dtype=np.int64)
-            agreement["accuracy_float_pct"] = 100.0 * float(np.mean(float_pred == y))
+            agreement["accuracy_float"] = float(np.mean(float_pred == y))
             if dtype == "q15":
-                agreement["accuracy_fixed_pct"] = 100.0 * float(np.mean(fixed_pred == y))
+                agreement["accuracy_fixed"] = float(np.mean(fixed_pred == y))
             else:
-                agreement["accuracy_f32_pct"] = 100.0 * float(np.mean(f32_pred == y))
+                agreement["accuracy_f32"] = float(np.mean(f32_pred == y))
 
     if dtype == "f32":
         if ctx["has_axis"] and model.has_raw_thresholds:
@@ -812,8 +812,8 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         if ctx["has_oblique"]:
             notes.append("f32: oblique trees fold the input scaling into float32 weights and thresholds (no Q15 "
                          "snapping, no clipping): agreement with the float model is measured, not exact")
-        if agreement is not None and "f32_vs_float_pct" in agreement:
-            notes.append(f"f32: {agreement['f32_vs_float_pct']:.2f} % agreement with the float model "
+        if agreement is not None and "f32_vs_float" in agreement:
+            notes.append(f"f32: {100 * agreement['f32_vs_float']:.2f} % agreement with the float model "
                          f"({agreement['rows']} rows)")
 
     # ---- what is guaranteed, for every input of the model's input contract
@@ -853,8 +853,8 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     if exact:
         notes.insert(0, f"exact: predicts as {source} for {inputs} (input contract {contract})")
     elif agreement is not None:
-        key = "fixed_vs_float_pct" if dtype == "q15" else "f32_vs_float_pct"
-        notes.append(f"not exact for {inputs}: measured {agreement[key]:.2f} % agreement with {source} "
+        key = "fixed_vs_float" if dtype == "q15" else "f32_vs_float"
+        notes.append(f"not exact for {inputs}: measured {100 * agreement[key]:.2f} % agreement with {source} "
                      f"on the {agreement['rows']} data rows given")
     if dtype == "q15" and contract == "integer":
         notes.append(f"input contract integer: tg_{ident}_predict rounds a non-integer input to the nearest integer "

@@ -246,9 +246,10 @@ def plot_cv(reports: list[tuple[str, dict]], path) -> Path:
         _require(r, ("accuracy", "leaves"), "'treegen cv --json'", source)
         acc, leaves = r["accuracy"], r["leaves"]
         algo = r.get("algorithm", "?")
-        ax.errorbar(leaves["mean"], acc["mean"], xerr=leaves.get("ci95", 0), yerr=acc.get("ci95", 0), fmt="o",
-                    color=colours[algo], capsize=3, label=algo)
-        ax.annotate(str(r.get("dataset", source)), (leaves["mean"], acc["mean"]), fontsize=7,
+        # JSON holds fractions (the units rule); the axis shows percent
+        ax.errorbar(leaves["mean"], 100 * acc["mean"], xerr=leaves.get("ci95", 0), yerr=100 * acc.get("ci95", 0),
+                    fmt="o", color=colours[algo], capsize=3, label=algo)
+        ax.annotate(str(r.get("dataset", source)), (leaves["mean"], 100 * acc["mean"]), fontsize=7,
                     xytext=(4, 4), textcoords="offset points")
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))

@@ -188,7 +188,8 @@ class Task:
 
 def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: int, fold: int) -> str:
     """Hash of everything a task's result depends on (not the display names)."""
-    ident = json.dumps({"data": data.digest, "algorithm": method.algorithm, "params": method.params,
+    # "record": 2 = accuracies as fractions (records of version 1 held percent and are not reused)
+    ident = json.dumps({"record": 2, "data": data.digest, "algorithm": method.algorithm, "params": method.params,
                         "folds": folds, "seed": seed, "repeat": repeat, "fold": fold}, sort_keys=True)
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
@@ -231,7 +232,7 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
     """Fit the task's estimator on its training rows, score it on its test rows.
 
     Returns the task's record: ``key, dataset, method, algorithm, repeat, fold, seed, n_train, n_test,
-    accuracy`` (%), ``leaves, depth, train_seconds`` and whatever ``measure(estimator, X_train)`` returns.
+    accuracy`` (a fraction 0..1), ``leaves, depth, train_seconds`` and whatever ``measure(estimator, X_train)`` returns.
     """
     fold_of = stratified_fold_ids(data.y, task.folds, np.random.default_rng(task.split_seed))
     test = np.flatnonzero(fold_of == task.fold)
@@ -249,7 +250,7 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
         "key": task.key, "dataset": task.dataset, "method": task.method, "algorithm": task.algorithm,
         "repeat": task.repeat, "fold": task.fold, "seed": task.seed,
         "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
-        "accuracy": 100.0 * float(np.mean(pred == data.y[test])),
+        "accuracy": float(np.mean(pred == data.y[test])),
         "leaves": int(est.tree_.n_leaves), "depth": int(est.tree_.depth), "train_seconds": seconds,
     }
     if measure is not None:
@@ -513,3 +514,64 @@ def strip_timing(records: Iterable[dict]) -> list[dict]:
 
 def finite_or_none(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
+
+
+# ---------------------------------------------------------------------- the whole comparison
+FLASH_FIELDS = ("flash_bytes", "flash_bytes_inference")
+
+
+def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, folds: int = 5, repeats: int = 1,
+                   seed: int = 0, results: str | os.PathLike | None = None, scheduler: str | None = None,
+                   workers: int | None = None, measure: Callable | None = None,
+                   on_start: Callable[[int, int, int], None] | None = None,
+                   on_result: Callable[[dict], None] | None = None) -> dict:
+    """Every (dataset, method, repetition, fold) task on a Dask cluster, then the summary: what
+    ``treegen compare`` computes (the command adds the printing and the files).
+
+    ``results``: the JSONL results file (tasks found there are not run again; None = in memory);
+    ``scheduler``: a running Dask scheduler (default: a local cluster of ``workers`` processes);
+    ``measure(estimator, X_train) -> dict``: extra figures per task (e.g.
+    :class:`treegen.device.footprint.FlashSize`); ``on_start(n_tasks, n_done, n_pending)`` once the
+    cluster is up; ``on_result(record)`` as each task finishes.
+
+    Returns ``{"methods", "folds", "repeats", "seed", "cluster", "n_tasks", "n_tasks_run",
+    "wall_seconds", "summary", "records"}`` (accuracies as fractions 0..1; :func:`summarize`).
+    """
+    tasks = plan(data, methods, folds=folds, repeats=repeats, seed=seed)
+    store = ResultsFile(results)
+    done = store.done(tasks)
+    if measure is not None:   # records made without a measure do not have its figures
+        done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
+    pending = [t for t in tasks if t.key not in done]
+    cluster = f"the Dask scheduler {scheduler}" if scheduler else "a local Dask cluster"
+    t0 = time.perf_counter()
+    if pending:
+        with dask_client(scheduler, workers) as client:
+            n_workers = len(client.scheduler_info().get("workers", {}))
+            cluster += f" ({n_workers} worker{'s' if n_workers != 1 else ''})"
+            if on_start is not None:
+                on_start(len(tasks), len(done), len(pending))
+
+            def got(rec: dict) -> None:
+                store.add(rec)
+                if on_result is not None:
+                    on_result(rec)
+            run_tasks(client, pending, data, measure=measure, on_result=got)
+    elif on_start is not None:
+        on_start(len(tasks), len(done), 0)
+    wall = time.perf_counter() - t0
+    # names come from this run (a record is found by what its result depends on, not by the names)
+    records = [{**store.records[t.key], "dataset": t.dataset, "method": t.method} for t in tasks]
+    if measure is None:
+        records = [{k: v for k, v in r.items() if k not in FLASH_FIELDS} for r in records]
+    return {"methods": method_params(methods), "folds": folds, "repeats": repeats, "seed": seed, "cluster": cluster,
+            "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,
+            "summary": summarize(records, [d.name for d in data], methods), "records": records}
+
+
+def compare(datasets: dict, algos: Sequence[str], params: dict | None = None, **kw) -> dict:
+    """:func:`run_comparison` from plain data: ``datasets`` maps a name to ``(X, y)``; ``algos`` are
+    algorithm names, ``params`` the ``--params`` mapping (algorithm -> parameters or a list of
+    settings). Keyword arguments as :func:`run_comparison`."""
+    data = [CompareData(name, X, y) for name, (X, y) in datasets.items()]
+    return run_comparison(data, methods_from_spec(list(algos), params), **kw)

@@ -6,11 +6,11 @@ the seed :func:`fold_seed` ``(seed, r, f)``, so the result does not depend on ``
 joblib backend. Folds run through ``joblib.Parallel(n_jobs=jobs)``; with ``jobs=None`` the number
 of workers and the backend come from ``joblib.parallel_config`` (e.g. a Dask or Ray backend).
 
-Result (accuracy in percent)::
+Result (accuracy as a fraction 0..1, like ``score()``; the CLI prints percent)::
 
     {"dataset": ..., "algorithm": ..., "params": {...}, "folds_k": K, "repeats": R, "seed": S,
      "n_rows": ..., "n_features": ..., "n_classes": ...,
-     "accuracy": {"mean": %, "ci95": %}, "leaves": {"mean": n, "ci95": n}, "depth": {...},
+     "accuracy": {"mean": f, "ci95": f}, "leaves": {"mean": n, "ci95": n}, "depth": {...},
      "folds": [{"repeat", "fold", "accuracy", "leaves", "depth", "train_seconds", "seed",
                 "n_train", "n_test"}, ...]}
 """
@@ -27,7 +27,7 @@ from joblib import Parallel, delayed
 
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
-from treegen.learn.estimators import ALGORITHMS, make_estimator
+from treegen.learn.estimators import ALGORITHMS, make_estimator, resolve_seed
 
 
 class EstimatorFactory:
@@ -90,7 +90,7 @@ def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray
         raise TreegenError(f"repetition {repeat}, fold {fold}: {exc}") from None
     seconds = time.perf_counter() - t0
     pred = np.asarray(est.predict(X[test]))
-    acc = 100.0 * float(np.mean(pred == y[test]))
+    acc = float(np.mean(pred == y[test]))
     trees = est.model_.trees          # an ensemble counts the leaves of all its trees, its deepest tree
     return {
         "repeat": repeat, "fold": fold, "accuracy": acc, "leaves": int(sum(t.n_leaves for t in trees)),
@@ -133,7 +133,7 @@ def _plain_params(params: dict) -> dict:
 
 
 def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, *, folds: int = 5,
-                   repeats: int = 1, seed: int = 0, jobs: int | None = None, dataset: str = "",
+                   repeats: int = 1, seed: int | None = 0, jobs: int | None = None, dataset: str = "",
                    on_fold: Callable[[dict], None] | None = None) -> dict:
     """Repeated stratified K-fold cross-validation of an algorithm.
 
@@ -147,8 +147,10 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
         ``predict`` and a ``tree_`` (:class:`treegen.core.tree.Tree`).
     params : dict
         Estimator parameters (``random_state`` is ignored: every fold gets :func:`fold_seed`).
-    folds, repeats, seed : int
-        ``2 <= folds <= n_rows``, ``repeats >= 1``, ``seed >= 0``.
+    folds, repeats : int
+        ``2 <= folds <= n_rows``, ``repeats >= 1``.
+    seed : int or None
+        ``seed >= 0`` (folds and fold seeds); None draws a fresh one (returned as ``result["seed"]``).
     jobs : int or None
         ``n_jobs`` of :class:`joblib.Parallel` (None: joblib's configured default).
     dataset : str
@@ -173,7 +175,7 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
     if folds > n:
         raise TreegenError(f"folds ({folds}) cannot exceed the number of rows ({n})")
     repeats = _check_int("repeats", repeats, 1)
-    seed = _check_int("seed", seed, 0)
+    seed = resolve_seed(None) if seed is None else _check_int("seed", seed, 0)
     if jobs is not None:
         jobs = _check_int("jobs", jobs, -(2**31))
         if jobs == 0:

@@ -2,7 +2,11 @@
 
 Each estimator only stores its parameters in ``__init__``; validation happens in ``fit``; fitted
 state lives in trailing-underscore attributes (``model_``, ``tree_``, ``classes_``,
-``n_features_in_``, ``scaling_``, ``fit_info_``). Inducers are looked up by name in
+``n_features_in_``, ``feature_names_in_`` (when fitted on a pandas DataFrame with string column
+names, as in scikit-learn, or given ``feature_names=``), ``scaling_``, ``fit_info_``, ``seed_``;
+``feature_importances_`` and ``predict_proba`` as in scikit-learn). ``random_state=None`` draws a fresh
+seed from the operating system (scikit-learn's meaning); the seed used is ``seed_`` and the model's
+``metadata["seed"]``, so ``random_state=est.seed_`` repeats the run exactly. Inducers are looked up by name in
 :data:`ALGORITHMS`.
 
 Examples
@@ -93,6 +97,9 @@ class TreeClassifier:
 
     # ------------------------------------------------------------------ fit / predict
     def fit(self, X, y, feature_names: list[str] | None = None) -> "TreeClassifier":
+        names_in = _column_names(X)
+        if feature_names is None:
+            feature_names = names_in
         X = _check_X(X)
         if y is None:
             raise DataError(f"{type(self).__name__} requires y to be passed, but the target y is None")
@@ -123,10 +130,12 @@ class TreeClassifier:
             raise DataError(f"training data has a single class ({_plain_scalar(classes[0])!r}): one class is not enough, "
                             "at least two are needed")
         y_idx = np.searchsorted(classes, y).astype(np.int64)
+        self.seed_ = resolve_seed(getattr(self, "random_state", None))
         scaling = InputScaling.fit(X, getattr(self, "scaling", "auto"))
         Xn = scaling.transform(X)
         tree, info = self._induce(Xn, y_idx, classes.shape[0])
         tree = tree.validate()
+        names_given = feature_names is not None
         if feature_names is None:
             feature_names = [f"x{i}" for i in range(X.shape[1])]
         if len(feature_names) != X.shape[1]:
@@ -135,7 +144,7 @@ class TreeClassifier:
         metadata = {
             "algorithm": self.algorithm,
             "params": {k: v for k, v in self.get_params().items() if _is_plain(v)},
-            "seed": getattr(self, "random_state", None),
+            "seed": self.seed_,
             "n_train": int(X.shape[0]),
             "train_accuracy": float(np.mean(train_pred == y_idx)),
             "treegen_version": __version__,
@@ -143,6 +152,11 @@ class TreeClassifier:
         }
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
+        if names_given:
+            # names the user gave (DataFrame string columns, as scikit-learn, or feature_names=)
+            self.feature_names_in_ = np.asarray(list(map(str, feature_names)), dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         self.scaling_ = scaling
         self.tree_ = tree
         self.fit_info_ = info
@@ -161,12 +175,46 @@ class TreeClassifier:
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "model_")
 
-    def predict(self, X) -> np.ndarray:
+    def _validate_X(self, X) -> np.ndarray:
+        """``X`` for predict: the fitted number of features; a DataFrame's columns matched to
+        ``feature_names_in_`` by name (reordered when only the order differs, else an error naming the
+        missing and unexpected columns)."""
         self._check_fitted()
+        names = _column_names(X)
         X = _check_X(X)
         if X.shape[1] != self.n_features_in_:
             raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                             f"{self.n_features_in_} features as input")
+        fitted = getattr(self, "feature_names_in_", None)
+        if names is not None and fitted is not None and names != list(fitted):
+            fitted = list(fitted)
+            if len(set(names)) == len(names) and set(names) == set(fitted):
+                return X[:, [names.index(n) for n in fitted]]
+            missing = [n for n in fitted if n not in names]
+            extra = [n for n in names if n not in fitted]
+            raise DataError(f"the columns of X do not match the feature names seen at fit (missing "
+                            f"{', '.join(missing) or 'none'}; unexpected {', '.join(extra) or 'none'})")
+        return X
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Impurity-based feature importances, ``(n_features_in_,)``, summing to 1.
+
+        Axis-parallel trees: scikit-learn's mean decrease in impurity (the criterion the tree was
+        grown with: Gini, or entropy for ``criterion='entropy'``, ID3 and DE-ID3). Oblique trees
+        (EFTI, DE-PDT): each node's impurity decrease is shared among the features in proportion to
+        the absolute weights of its test on the normalised inputs, ``|w_a| / sum_b |w_b|``. Forests
+        average their trees'. See :meth:`treegen.core.tree.Tree.feature_importances`.
+        """
+        self._check_fitted()
+        return self.model_.feature_importances(self._impurity_criterion())
+
+    def _impurity_criterion(self) -> str:
+        criterion = getattr(self, "criterion", None) or getattr(self, "_criterion", None)
+        return criterion if criterion in ("gini", "entropy") else ("entropy" if self.algorithm == "id3" else "gini")
+
+    def predict(self, X) -> np.ndarray:
+        X = self._validate_X(X)
         return self.classes_[self.model_.predict_index(X)]
 
     def predict_proba(self, X) -> np.ndarray:
@@ -184,11 +232,7 @@ class TreeClassifier:
             for a leaf whose class is not its most frequent one (EFTI keeps a leaf's class when a
             mutation empties it).
         """
-        self._check_fitted()
-        X = _check_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise DataError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                            f"{self.n_features_in_} features as input")
+        X = self._validate_X(X)
         return self.model_.predict_proba(X)
 
     def score(self, X, y) -> float:
@@ -203,6 +247,20 @@ class TreeClassifier:
         return tags
 
 
+def resolve_seed(random_state) -> int:
+    """The seed a fit uses: ``random_state`` itself (an integer >= 0), or for ``None`` a fresh one
+    drawn from the operating system's entropy (scikit-learn's meaning of ``None``: a new random run
+    each time). The seed used is kept as ``seed_`` and in the model's ``metadata["seed"]``, so a run
+    with ``random_state=None`` can be repeated exactly with ``random_state=est.seed_``."""
+    if random_state is None:
+        import secrets
+
+        return secrets.randbits(32)
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise TreegenError(f"random_state must be None or an integer >= 0, got {random_state!r}")
+    return int(random_state)
+
+
 def _is_plain(v) -> bool:
     return v is None or isinstance(v, (bool, int, float, str))
 
@@ -210,6 +268,16 @@ def _is_plain(v) -> bool:
 def _plain_scalar(v):
     """numpy scalar -> Python value (for readable messages); other objects unchanged."""
     return v.item() if isinstance(v, np.generic) else v
+
+
+def _column_names(X) -> list[str] | None:
+    """A DataFrame's column names when they are all strings (scikit-learn's rule for
+    ``feature_names_in_``), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or isinstance(X, np.ndarray):
+        return None
+    names = list(columns)
+    return names if names and all(isinstance(n, str) for n in names) else None
 
 
 def _check_X(X) -> np.ndarray:
@@ -279,7 +347,8 @@ class EFTIClassifier(TreeClassifier):
     scaling : {'auto', 'q15', 'minmax'}
         Input scaling (see :mod:`treegen.core.scaling`).
     random_state : int or None
-        Seed; the same seed gives the same tree.
+        Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
+        operating system, as in scikit-learn; the seed used is ``seed_``.
     callback : callable or None
         ``callback(iteration, fitness, leaves, accuracy)`` after every accepted improvement.
     risk : {'empirical', 'vicinal'}
@@ -340,7 +409,7 @@ class EFTIClassifier(TreeClassifier):
             coefficient_mutation_rate=self.coefficient_mutation_rate, dipole=self.dipole,
             partial_reclassification=self.partial_reclassification,
         )
-        seed = 0 if self.random_state is None else efti.check_seed(self.random_state)
+        seed = efti.check_seed(self.seed_)
         params.validate()
         if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
             return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
@@ -399,7 +468,7 @@ class CARTClassifier(TreeClassifier):
         Complexity parameter of minimal cost-complexity pruning (0 = no pruning).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Accepted for API symmetry; CART is deterministic.
+        Accepted for API symmetry (recorded as ``seed_``); CART is deterministic.
     """
 
     algorithm = "cart"
@@ -457,7 +526,8 @@ class DEPDTClassifier(TreeClassifier):
         ``python``: numpy; ``auto``: native when a C compiler exists.
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Seed; the same seed gives the same tree.
+        Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
+        operating system, as in scikit-learn; the seed used is ``seed_``.
     callback : callable or None
         ``callback(generation, objective_rate, leaves, accuracy)`` every 16 generations.
 
@@ -493,7 +563,7 @@ class DEPDTClassifier(TreeClassifier):
             replacement=self.replacement, legitimacy_delta=self.legitimacy_delta,
             reevaluate_after=self.reevaluate_after, oversize_weight=self.oversize_weight,
             validation_fraction=self.validation_fraction, engine=resolve_engine(self.engine))
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         tree, info = de_pdt.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
         info["engine"] = params.engine
         return tree, info
@@ -515,6 +585,7 @@ class DECARTClassifier(TreeClassifier):
         As :class:`CARTClassifier`.
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
+        Seed of the threshold DE; None draws a fresh one (recorded in ``seed_``).
     """
 
     algorithm = "de-cart"
@@ -539,7 +610,7 @@ class DECARTClassifier(TreeClassifier):
             criterion=self._criterion, population=self.population, generations=self.generations,
             max_depth=self.max_depth, min_samples_split=self.min_samples_split,
             min_samples_leaf=self.min_samples_leaf, ccp_alpha=self.ccp_alpha)
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         return de_split.induce(X, y, n_classes, params, seed=seed)
 
 
@@ -567,7 +638,7 @@ class ID3Classifier(TreeClassifier):
         C4.5 confidence factor CF of pessimistic pruning (default 0.25).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Accepted for API symmetry; ID3 is deterministic.
+        Accepted for API symmetry (recorded as ``seed_``); ID3 is deterministic.
     """
 
     algorithm = "id3"
@@ -585,7 +656,7 @@ class ID3Classifier(TreeClassifier):
         self.random_state = random_state
 
     def fit(self, X, y, feature_names: list[str] | None = None) -> "ID3Classifier":
-        self._feature_names = feature_names
+        self._feature_names = feature_names if feature_names is not None else _column_names(X)
         return super().fit(X, y, feature_names=feature_names)
 
     def _categorical_columns(self, n_features: int) -> tuple:
@@ -636,6 +707,7 @@ def _resolve_sigma2(est: TreeClassifier, X: np.ndarray, y: np.ndarray, n_classes
         if "callback" in params:
             params["callback"] = None
         inner = type(est)(**params)
+        inner.seed_ = seed
         wrong = 0
         for f in range(folds):
             tr = fold_of != f
@@ -669,7 +741,8 @@ class GPClassifier(TreeClassifier):
         over (0.001, 0.01, 0.1, 1).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Seed; the same seed gives the same tree.
+        Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
+        operating system, as in scikit-learn; the seed used is ``seed_``.
     callback : callable or None
         ``callback(iteration, risk, leaves, accuracy)`` of the lowest-risk member every 256 iterations.
 
@@ -698,7 +771,7 @@ class GPClassifier(TreeClassifier):
         from treegen.learn.inducers import gp
 
         vicinal.check_risk(self.risk)
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         sigma2, auto = (_resolve_sigma2(self, X, y, n_classes, seed) if self.risk == "vicinal"
                         else (vicinal.DEFAULT_SIGMA2, {}))
         params = gp.GPParams(population=self.population, max_iter=self.max_iter,
@@ -739,6 +812,7 @@ class RFClassifier(TreeClassifier):
         Trees fitted in parallel by joblib (the result does not depend on it).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
+        Seed of the bootstraps, feature draws and base learners; None draws a fresh one (``seed_``).
 
     Attributes
     ----------
@@ -812,7 +886,7 @@ class RFClassifier(TreeClassifier):
         from treegen.learn import forest
 
         bagging, k, base_params = self._check_forest_params(X.shape[1])
-        seed = 0 if self.random_state is None else self.random_state
+        seed = self.seed_
         jobs = Parallel(n_jobs=self.n_jobs)(
             delayed(forest.fit_one)(t, X, y, n_classes, seed=seed, base=self.base, base_params=base_params,
                                     sample_fraction=float(self.sample_fraction), bagging=bagging, k=k,

@@ -1,0 +1,122 @@
+"""The Python counterparts of ``treegen build``, ``treegen flash`` and ``treegen hil``.
+
+:func:`build_firmware` writes a model's PlatformIO project and builds it (emulated targets, or boards
+whose platform is installed); :func:`start_emulator` gives the running QEMU board of ``treegen flash``
+for an emulated target (built first unless the project's firmware is up to date);
+:func:`upload_firmware` uploads to a real board with PlatformIO; :func:`run_hil` is
+:func:`treegen.device.hil.run_hil`. The CLI (:mod:`treegen.cli.firmware`) calls these and only adds
+the printing. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from treegen.core.errors import TreegenError
+from treegen.core.model import Model
+from treegen.core.targets import Target
+from treegen.core.targets import get as get_target
+from treegen.device import buildfolder
+from treegen.device.hil import run_hil
+
+__all__ = ["BuildResult", "build_firmware", "start_emulator", "upload_firmware", "run_hil"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What :func:`build_firmware` did: the project folder, the ELF (None when the target's PlatformIO
+    platform is not installed here: the project is written, ``upload_command`` builds and uploads it
+    where the registry is reachable), sizes in bytes, build seconds, and whether an up-to-date
+    firmware was reused."""
+    project: Path
+    elf: Path | None
+    flash_bytes: int | None
+    ram_bytes: int | None
+    seconds: float
+    upload_command: list
+    up_to_date: bool = False
+
+
+def _target(target) -> Target:
+    return target if isinstance(target, Target) else get_target(str(target))
+
+
+def build_firmware(model: Model, target, output, *, layout: str = "table", variant: str = "auto", train=None,
+                   verbose: bool = False, reuse: bool = False) -> BuildResult:
+    """Write the PlatformIO project of ``model`` (model C + firmware harness) for ``target`` into
+    ``output`` and build it offline: ``treegen build``.
+
+    Parameters
+    ----------
+    model : Model
+    target : str or Target
+        An emulated target (``qemu-m4``, ...) or a board (``nucleo_f446re``, ...).
+    output : path
+        Project folder (locked while it is written and built).
+    layout, variant : str
+        As ``treegen export``.
+    train : TrainSpec or None
+        On-device training (:func:`treegen.device.train_firmware.make_train_spec`).
+    verbose : bool
+        Show PlatformIO's output while it builds.
+    reuse : bool
+        Keep an up-to-date firmware of the same model, layout and variant instead of rebuilding
+        (``treegen flash`` does; never with ``train``).
+
+    Raises :class:`TreegenError` for a target without a firmware build (``native``, export-only
+    targets), a failed build, or a firmware too big for the target.
+    """
+    from treegen.device import platformio as pio
+
+    tgt = _target(target)
+    if tgt.kind not in ("emulated", "board"):
+        raise TreegenError(f"target {tgt.name!r} (kind {tgt.kind!r}) has no firmware build; use an emulated target "
+                           "(qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
+    out = Path(output)
+    upload = pio.upload_command(out)
+    platform = tgt.platformio.get("platform", "")
+    with buildfolder.locked(out):
+        if reuse and train is None:
+            elf = pio.firmware_current(out, tgt, f"model {model.hash()}  layout {layout}  variant {variant}")
+            if elf is not None and f"; target {tgt.name}:" in (out / "platformio.ini").read_text(encoding="utf-8"):
+                size = pio.flash_size(elf)
+                return BuildResult(out, elf, size.flash, size.ram, 0.0, upload, up_to_date=True)
+        pio.write_project(model, out, target=tgt, layout=layout, variant=variant, train=train)
+        if tgt.kind == "board" and not pio.platform_installed(platform):
+            return BuildResult(out, None, None, None, 0.0, upload)
+        t0 = time.perf_counter()
+        elf = pio.build(out, verbose=verbose, target=tgt)
+        seconds = time.perf_counter() - t0
+    size = pio.check_size(elf, tgt)
+    return BuildResult(out, elf, size.flash, size.ram, seconds, upload)
+
+
+def start_emulator(target, elf, *, port: int | None = None):
+    """The QEMU board of an emulated target running ``elf`` (a context manager: ``with
+    start_emulator(...) as board: board.url``); QEMU waits for a serial client on ``board.url``
+    (``socket://127.0.0.1:PORT``, what :func:`run_hil` takes as ``port``). ``treegen flash`` for an
+    emulated target."""
+    from treegen.device.emulator import QemuBoard
+
+    tgt = _target(target)
+    if tgt.kind != "emulated":
+        raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not emulated: upload to the board with "
+                           "upload_firmware (treegen flash)")
+    return QemuBoard(tgt, elf, port=port)
+
+
+def upload_firmware(project, *, port: str | None = None) -> int:
+    """``pio run -t upload`` in a project written by :func:`build_firmware` for a board: builds and
+    uploads (needs the PlatformIO registry or an installed platform); returns PlatformIO's exit status.
+    ``treegen flash`` for a board."""
+    from treegen.device import platformio as pio
+    from treegen.device import processes
+
+    cmd = pio.pio_command() + pio.upload_command(project, port=port)[1:]
+    try:
+        return processes.run(cmd, env=pio.pio_environ(), stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise TreegenError(f"cannot run PlatformIO: {exc.strerror or exc}") from None
