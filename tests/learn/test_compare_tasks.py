@@ -124,3 +124,20 @@ def test_strip_timing():
     r = {"key": "k", "accuracy": 1.0, "train_seconds": 2.0, "measure_seconds": 0.5}
     assert C.strip_timing([r]) == [{"key": "k", "accuracy": 1.0}]
     assert np.isclose(r["train_seconds"], 2.0)
+
+
+def test_results_of_record_version_1_are_converted_not_rerun(irs, tmp_path):
+    """A results file written before accuracies became fractions (record version 1: percent, key
+    without a version) resumes: its records are converted, equal to running the task now."""
+    task = C.plan([irs], [C.Method("cart", "cart")], folds=3, seed=2)[1]
+    fresh = C.run_task(task, irs)
+    assert task.key_v1 and task.key_v1 != task.key
+    old = {**fresh, "key": task.key_v1, "accuracy": 100.0 * fresh["accuracy"]}
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    done = C.ResultsFile(path).done([task])
+    rec = done[task.key]
+    assert rec["accuracy"] == fresh["accuracy"] and rec["converted_from"] == task.key_v1
+    assert C.strip_timing([{k: v for k, v in rec.items() if k != "converted_from"}]) == C.strip_timing([fresh])
+    assert task.key in C.ResultsFile(path).records          # appended: the next run reads it directly
+    assert C.ResultsFile(tmp_path / "none.jsonl").done([task]) == {}

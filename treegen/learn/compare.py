@@ -184,14 +184,19 @@ class Task:
     repeat: int = 0
     fold: int = 0
     seed: int = 0
+    key_v1: str = ""      # the same task's key in results files of record version 1 (accuracy in percent)
 
 
-def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: int, fold: int) -> str:
-    """Hash of everything a task's result depends on (not the display names)."""
-    # "record": 2 = accuracies as fractions (records of version 1 held percent and are not reused)
-    ident = json.dumps({"record": 2, "data": data.digest, "algorithm": method.algorithm, "params": method.params,
-                        "folds": folds, "seed": seed, "repeat": repeat, "fold": fold}, sort_keys=True)
-    return hashlib.sha256(ident.encode()).hexdigest()[:24]
+def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: int, fold: int,
+             record: int = 2) -> str:
+    """Hash of everything a task's result depends on (not the display names). ``record`` 2 = accuracies
+    as fractions; version 1 (accuracy in percent, no version in the hash) is what older results files
+    hold — :meth:`ResultsFile.done` converts those records instead of running their tasks again."""
+    ident = {"data": data.digest, "algorithm": method.algorithm, "params": method.params,
+             "folds": folds, "seed": seed, "repeat": repeat, "fold": fold}
+    if record != 1:
+        ident["record"] = record
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: int = 5, repeats: int = 1,
@@ -224,7 +229,8 @@ def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: i
             for r in range(repeats):
                 for f in range(folds):
                     tasks.append(Task(task_key(data, m, folds, seed, r, f), data.name, m.name, m.algorithm,
-                                      dict(m.params), folds, seed + r, r, f, fold_seed(seed, r, f)))
+                                      dict(m.params), folds, seed + r, r, f, fold_seed(seed, r, f),
+                                      key_v1=task_key(data, m, folds, seed, r, f, record=1)))
     return tasks
 
 
@@ -294,8 +300,22 @@ class ResultsFile:
                     self.ignored_lines += 1
 
     def done(self, tasks: Iterable[Task]) -> dict[str, dict]:
-        """The finished records among ``tasks`` (by key)."""
-        return {t.key: self.records[t.key] for t in tasks if t.key in self.records}
+        """The finished records among ``tasks`` (by key). A task finished by an older treegen (record
+        version 1: the same fit, accuracy in percent) is taken from its record, the accuracy recomputed
+        as correct rows / test rows — the very float ``run_task`` gives (``"converted_from"`` names the
+        old key); the converted record is appended."""
+        out = {}
+        for t in tasks:
+            if t.key in self.records:
+                out[t.key] = self.records[t.key]
+            elif t.key_v1 and t.key_v1 in self.records:
+                old = self.records[t.key_v1]
+                n_test = int(old["n_test"])
+                correct = int(round(float(old["accuracy"]) * n_test / 100.0))
+                rec = {**old, "key": t.key, "accuracy": correct / n_test, "converted_from": t.key_v1}
+                self.add(rec)
+                out[t.key] = rec
+        return out
 
     def add(self, record: dict) -> None:
         self.records[record["key"]] = record
