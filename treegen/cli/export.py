@@ -195,7 +195,7 @@ def cmd_export_train(args) -> int:
     print(f"files           {', '.join(rep.files)}  in {args.output}")
     print(f"engine          {s['max_rows']} rows x {s['n_attr']} attributes, classes 2..{s['n_classes']}, depth "
           f"{s['max_depth']}; partial reclassification {'on' if s['partial'] else 'off'}; "
-          f"{'SMLALD (DSP)' if s['dsp'] else 'scalar'} dot product")
+          f"{ {'mve': 'VMLALDAVA (MVE)', 'dsp': 'SMLALD (DSP)'}.get(s['variant'], 'scalar')} dot product")
     print(f"data            {'in flash (tg_efti_data.c): ' + str(s['flash_rows']) + ' rows' if s['flash_rows'] else 'your firmware fills a RAM buffer (see main.c)'}")
     print(f"RAM             {ram['total']} bytes needed of {target.ram_bytes} (engine {ram['engine']}, buffers "
           f"{ram['train_buffers']}, stack {ram['stack']})")
