@@ -82,6 +82,7 @@ class TrainSpec:
     profile: bool = False          # per-phase instruction totals (TRAIN_PROFILE; bench/train_device_bench.py)
     mve: bool = False              # Helium (MVE) VMLALDAVA dot products (Cortex-M55)
     dot_probe: bool = False        # benchmarks only: every dot product computed twice (its cost, same result)
+    retest_probe: bool = False     # benchmarks only: every common-case re-test computed twice (likewise)
 
     @property
     def variant(self) -> str:
@@ -102,7 +103,7 @@ class TrainSpec:
         return {"max_inst": self.max_rows, "max_attr": self.n_attr, "max_classes": self.n_classes,
                 "max_depth": self.max_depth, "max_nodes": max_nodes, "max_leaves": 1 << self.max_depth,
                 "partial": self.partial, "dsp": self.dsp, "mve": self.mve, "profile": self.profile,
-                "dot_probe": self.dot_probe,
+                "dot_probe": self.dot_probe, "retest_probe": self.retest_probe,
                 "max_coef_mut": max_coef_mutations(self.max_depth, self.n_attr,
                                                    self.params.coefficient_mutation_rate)}
 
