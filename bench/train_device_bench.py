@@ -5,10 +5,12 @@ Usage::
 
     python bench/train_device_bench.py [--datasets veh,pid,seg] [--iters 2000] [--seed 1]
                                        [--builds qemu-m4:scalar,qemu-m4:dsp] [--partial on|off|auto]
-                                       [--rows ram|flash] [--no-profile] [--json OUT]
+                                       [--rows ram|flash] [--no-profile] [--dot-cost] [--retest-cost]
+                                       [--json OUT]
 
 For each dataset and build (``TARGET:VARIANT``, TARGET any emulated target, e.g. qemu-m3, qemu-m4,
-qemu-f446re, qemu-m33, qemu-m55 where present): the firmware harness with on-device training
+qemu-f446re, qemu-m33, qemu-m55 where present; VARIANT the dot product: scalar, dsp (SMLALD), mve (Helium
+VMLALDAVA, qemu-m55) or auto): the firmware harness with on-device training
 (treegen.device.train_firmware, engine sized exactly for the dataset: rows, attributes, classes, the EFTI
 default depth 8) is built offline with PlatformIO, run in QEMU (``-icount shift=0``: SysTick counts
 instructions), the rows are streamed (TRAIN_DATA) and TRAIN runs ``--iters`` iterations. The device times
@@ -26,6 +28,17 @@ unprofiled total printed beside them.
 ``--rows flash``: the rows are compiled into the firmware and the engine is fitted to the target (mode by
 RAM with ``--partial auto``, depth lowered until it fits), as ``treegen hil --train`` builds it: for the
 emulated twins of small boards (qemu-f103c8, qemu-l031k6), whose RAM holds no row buffer.
+
+``--dot-cost``: a third build of the same engine with TG_EFTI_DOT_PROBE (every dot product computed twice,
+the extra sum discarded: same tree) is run unprofiled; its instructions per iteration minus the normal
+build's are what the dot products cost per iteration (``dot`` column; plus one call and a store per dot
+product), and ``dot %`` their share of the normal build's iteration: the part a faster dot product
+(DSP, MVE) can speed up at all (Amdahl: at best ``1 - dot share`` of the iteration remains).
+``--retest-cost``: likewise a TG_EFTI_RETEST_PROBE build (partial reclassification's common re-test,
+memorised sum + changed term compared with the threshold, computed twice): ``retest`` column; ``vec %``
+is (dot + retest) / iteration, the share of the iteration that vector instructions can touch (the
+rest: mutation, plans, row lists, routing control, class-count updates, fitness, accept/revert).
+Both probes include a call or a reload and a store per probe, so they overstate the share slightly.
 
 RAM: ``engine+buffers`` is what the device reports (sizeof of the engine's and the row buffer's static
 objects, TRAIN_INFO), ``firmware`` the ELF's data + bss (harness, port, stack reserve included).
@@ -83,10 +96,15 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", choices=("ram", "flash"), default="ram",
                     help="stream the rows into a RAM buffer (default) or compile them into flash")
     ap.add_argument("--no-profile", action="store_true", help="skip the per-phase builds")
+    ap.add_argument("--dot-cost", action="store_true",
+                    help="also measure what the dot products cost per iteration (a TG_EFTI_DOT_PROBE build)")
+    ap.add_argument("--retest-cost", action="store_true",
+                    help="also measure what the common-case re-tests cost per iteration (TG_EFTI_RETEST_PROBE)")
     ap.add_argument("--json", dest="json_out")
     a = ap.parse_args(argv)
     cmd = (f"python bench/train_device_bench.py --datasets {a.datasets} --iters {a.iters} --seed {a.seed} "
-           f"--builds {a.builds} --partial {a.partial} --rows {a.rows}{' --no-profile' if a.no_profile else ''}")
+           f"--builds {a.builds} --partial {a.partial} --rows {a.rows}{' --no-profile' if a.no_profile else ''}"
+           f"{' --dot-cost' if a.dot_cost else ''}{' --retest-cost' if a.retest_cost else ''}")
     print(f"# {cmd}")
     params = EFTIParams()
     results = []
@@ -102,6 +120,8 @@ def main(argv=None) -> int:
             model = CARTClassifier(max_depth=3).fit(X, labels).model_       # the harness's inference model
             print(f"{'build':16s} | {'insn/iter':>9s} {'init insn':>10s} | "
                   + " ".join(f"{p:>10s}" for p in PROFILE_PHASES)
+                  + (f" | {'dot':>7s} {'dot %':>5s}" if a.dot_cost else "")
+                  + (f" | {'retest':>7s} {'vec %':>5s}" if a.retest_cost else "")
                   + f" | {'engine+buf':>10s} {'fw RAM':>7s} {'board':>7s} {'fw flash':>8s} {'board':>7s} "
                   f"{'mode':>30s} | {'identical':>9s}")
             for item in a.builds.split(","):
@@ -126,11 +146,29 @@ def main(argv=None) -> int:
                     identical = identical and ptree.equals(t_host) and pres.fitness == res.fitness
                     if prof is not None:
                         phases = {p: round(prof[p] / max(1, pres.iterations), 1) for p in PROFILE_PHASES}
+                dot = None
+                if a.dot_cost:
+                    dspec = replace(fw.spec, dot_probe=True)
+                    _, dres, _, _, dtree, _ = run_build(model, target, dspec, Path(str(base) + "-dot"), X, y, C,
+                                                        a.seed, a.iters)
+                    identical = identical and dtree.equals(t_host) and dres.fitness == res.fitness
+                    dot = round(dres.per_iteration - res.per_iteration, 1)
+                retest = None
+                if a.retest_cost:
+                    rspec = replace(fw.spec, retest_probe=True)
+                    _, rres, _, _, rtree, _ = run_build(model, target, rspec, Path(str(base) + "-retest"), X, y, C,
+                                                        a.seed, a.iters)
+                    identical = identical and rtree.equals(t_host) and rres.fitness == res.fitness
+                    retest = round(rres.per_iteration - res.per_iteration, 1)
                 ok = ok and identical
                 row = {"dataset": ds, "rows": n, "attributes": A, "classes": C, "build": item, "target": target,
-                       "dsp": ti.dsp, "partial": ti.partial, "mode": tf.mode_name(fw.spec),
+                       "dsp": ti.dsp, "variant": ti.variant, "partial": ti.partial, "mode": tf.mode_name(fw.spec),
                        "max_depth": fw.spec.max_depth, "insn_per_iteration": round(res.per_iteration, 1),
-                       "phases_per_iteration": phases, "init_insn": res.init_counter, "counter_unit": res.unit_name,
+                       "phases_per_iteration": phases, "dot_insn_per_iteration": dot,
+                       "dot_share": None if dot is None else round(dot / res.per_iteration, 4),
+                       "retest_insn_per_iteration": retest,
+                       "vector_share": None if retest is None else round(((dot or 0) + retest) / res.per_iteration, 4),
+                       "init_insn": res.init_counter, "counter_unit": res.unit_name,
                        "iterations": res.iterations, "engine_buffers_ram_bytes": ti.ram_bytes,
                        "firmware_ram_bytes": fw.ram_bytes, "firmware_flash_bytes": fw.flash_bytes,
                        "board_ram_bytes": fw_target.ram_bytes, "board_flash_bytes": fw_target.flash_bytes,
@@ -138,7 +176,10 @@ def main(argv=None) -> int:
                        "qemu_seconds": round(seconds, 2)}
                 results.append(row)
                 ph = " ".join(f"{phases[p]:10.0f}" if phases else f"{'-':>10s}" for p in PROFILE_PHASES)
-                print(f"{item:16s} | {res.per_iteration:9.0f} {res.init_counter:10d} | {ph} | {ti.ram_bytes:10d} "
+                dc = (f" | {dot:7.0f} {100 * dot / res.per_iteration:5.1f}" if dot is not None else "") if a.dot_cost else ""
+                if retest is not None:
+                    dc += f" | {retest:7.0f} {100 * ((dot or 0) + retest) / res.per_iteration:5.1f}"
+                print(f"{item:16s} | {res.per_iteration:9.0f} {res.init_counter:10d} | {ph}{dc} | {ti.ram_bytes:10d} "
                       f"{fw.ram_bytes:7d} {fw_target.ram_bytes:7d} {fw.flash_bytes:8d} {fw_target.flash_bytes:7d} "
                       f"{tf.mode_name(fw.spec):>30s} | {str(identical):>9s}", flush=True)
                 if res.unit_name != "instructions":

@@ -28,6 +28,7 @@
 
 #define TG_TRAIN_FLAG_PARTIAL 0x1u
 #define TG_TRAIN_FLAG_DSP 0x2u
+#define TG_TRAIN_FLAG_MVE 0x8u
 #define TG_TRAIN_FLAG_FLASH 0x4u
 
 #define TG_TRAIN_SOURCE_RAM 0u
@@ -114,6 +115,9 @@ static int tg_train_info(uint16_t len, uint8_t *out, uint16_t *out_len)
     }
     if (tg_efti_uses_dsp()) {
         flags |= TG_TRAIN_FLAG_DSP;
+    }
+    if (tg_efti_uses_mve()) {
+        flags |= TG_TRAIN_FLAG_MVE;
     }
     if (TG_TRAIN_FLASH_ROWS > 0u) {
         flags |= TG_TRAIN_FLAG_FLASH;

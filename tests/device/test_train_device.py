@@ -3,7 +3,8 @@ tree the host evolves (treegen.learn.engine.induce, and the Python EFTI), bit fo
 equals treegen.emit.quantize.predict_q15 of that tree.
 
 Devices: the native harness (host compiler, ASan/UBSan) over its pseudo-terminal, and the emulated
-boards qemu-m3 (scalar) and qemu-m4 (scalar and SMLALD/DSP builds) over QEMU's socket UART. Each
+boards qemu-m3 (scalar), qemu-m4 (scalar and SMLALD/DSP builds) and qemu-m55 (Helium/MVE build, gls
+only) over QEMU's socket UART. Each
 firmware is built once per session, sized for the largest of the three datasets (veh 846 x 18,
 4 classes; gls 214 x 9, 6 classes; irs 150 x 4, 3 classes).
 
@@ -272,6 +273,37 @@ def test_qemu_device_equals_host(qemu_builds, key, name):
             assert_identical(rep, X.shape[0], QEMU_ITERS)
             t = rep["train"]
             assert t["counter_unit"] == "instructions" and 1000 < t["insn_per_iteration"] < 10_000_000
+        assert board.poll() is None
+
+
+def test_training_variant_auto_and_refusals():
+    """auto: Helium on the M55, SMLALD on DSP cores, scalar elsewhere; an extension the core lacks is
+    one line naming it."""
+    picks = {t: tf.make_train_spec(t, PARAMS, max_rows=100, n_attr=8, n_classes=3).variant
+             for t in ("qemu-m55", "cortex-m55", "qemu-m4", "qemu-m33", "qemu-m3")}
+    assert picks == {"qemu-m55": "mve", "cortex-m55": "mve", "qemu-m4": "dsp", "qemu-m33": "dsp", "qemu-m3": "scalar"}
+    assert tf.make_train_spec("qemu-m55", PARAMS, max_rows=100, n_attr=8, n_classes=3, dsp="dsp").variant == "dsp"
+    for target, variant in (("qemu-m4", "mve"), ("qemu-m3", "dsp")):
+        with pytest.raises(TreegenError, match=f"^variant '{variant}' needs") as exc:
+            tf.make_train_spec(target, PARAMS, max_rows=100, n_attr=8, n_classes=3, dsp=variant)
+        assert "\n" not in str(exc.value)
+
+
+@pytest.mark.hil
+def test_qemu_m55_mve_training_equals_host(tmp_path):
+    """qemu-m55 with --variant auto: the Helium (VMLALDAVA) engine reports mve in TRAIN_INFO and evolves
+    the host's tree (gls: 9 attributes = one full vector and a one-lane tail)."""
+    require_tools()
+    X, y, C = data("gls")
+    spec = tf.make_train_spec("qemu-m55", PARAMS, max_rows=X.shape[0], n_attr=X.shape[1], n_classes=C)
+    assert spec.variant == "mve"
+    fw = build_train_firmware(host_model(), "qemu-m55", tmp_path / "m55", spec)
+    with QemuBoard(fw.target, fw.path) as board, DeviceClient.open(board.url, timeout=20) as client:
+        ti = TrainingClient(client).info()
+        assert ti.variant == "mve" and ti.mve and not ti.dsp and ti.partial
+        rep = run_train_hil(PARAMS, (X, y), client, 3, QEMU_ITERS)
+        assert_identical(rep, X.shape[0], QEMU_ITERS)
+        assert rep["train"]["engine"]["variant"] == "mve"
         assert board.poll() is None
 
 

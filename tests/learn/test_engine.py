@@ -83,14 +83,36 @@ def test_bad_input_is_rejected_with_a_clear_error():
         engine.induce(X, y, C, EFTIParams(max_iter=-1))
 
 
-@pytest.mark.parametrize("cpu", ["cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7"])
-def test_engine_compiles_strictly_for_cortex_m(tmp_path, cpu):
+@pytest.mark.parametrize("cpu, variant", [("cortex-m0plus", "scalar"), ("cortex-m3", "scalar"), ("cortex-m4", "dsp"),
+                                          ("cortex-m7", "dsp"), ("cortex-m33", "dsp"), ("cortex-m55", "dsp"),
+                                          ("cortex-m55", "mve")])
+def test_engine_compiles_strictly_for_cortex_m(tmp_path, cpu, variant):
     cc = shutil.which("arm-none-eabi-gcc")
     assert cc, "arm-none-eabi-gcc is required (scripts/setup.sh installs it)"
-    sizes = engine.engine_sizes(512, 18, 4, 5)
+    sizes = dict(engine.engine_sizes(512, 18, 4, 5), dsp=variant == "dsp", mve=variant == "mve")
     for name, text in engine.render_engine(sizes).items():
         (tmp_path / name).write_text(text)
-    res = subprocess.run([cc, f"-mcpu={cpu}", "-mthumb", "-Os", *engine.STRICT_FLAGS, "-c",
+    abi = ["-mfloat-abi=hard"] if cpu == "cortex-m55" else []   # MVE needs the FP/vector registers
+    res = subprocess.run([cc, f"-mcpu={cpu}", "-mthumb", *abi, "-Os", *engine.STRICT_FLAGS, "-c",
                           str(tmp_path / "tg_efti.c"), "-o", str(tmp_path / "tg_efti.o")],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+    if variant == "mve":                       # Helium instructions, not the portable emulation
+        asm = subprocess.run([cc, f"-mcpu={cpu}", "-mthumb", *abi, "-Os", *engine.STRICT_FLAGS, "-S", "-o", "-",
+                              str(tmp_path / "tg_efti.c")], capture_output=True, text=True)
+        assert asm.returncode == 0 and "vmlaldava.s16" in asm.stdout and "vctp.16" in asm.stdout, asm.stderr
+
+
+@pytest.mark.parametrize("name, seed", [("veh", 3), ("gls", 4)])
+def test_mve_portable_emulation_evolves_the_identical_tree(monkeypatch, name, seed):
+    """The mve variant's portable path (the host compiler has no Helium: templates/c/mve.c.j2's
+    eight-lane emulation, tail vector zero-filled) evolves the scalar engine's tree; veh's 18
+    attributes = two full vectors and a tail of two."""
+    X, y, C = _data(name)
+    p = EFTIParams(max_iter=1500)
+    t_ref, i_ref = engine.induce(X, y, C, p, seed=seed)
+    plain = engine.engine_sizes
+    monkeypatch.setattr(engine, "engine_sizes", lambda *a, **k: dict(plain(*a, **k), mve=True))
+    assert "#define TG_EFTI_MVE 1" in engine.render_engine(engine.engine_sizes(100, 18, 4, 3))["tg_efti.c"]
+    t_mve, i_mve = engine.induce(X, y, C, p, seed=seed)
+    assert t_mve.equals(t_ref) and i_mve["fitness_int"] == i_ref["fitness_int"]

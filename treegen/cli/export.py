@@ -226,7 +226,7 @@ def cmd_export_train(args) -> int:
     print(f"files           {', '.join(rep.files)}  in {args.output}")
     print(f"engine          {s['max_rows']} rows x {s['n_attr']} attributes, up to {s['n_classes']} classes, depth "
           f"{s['max_depth']}; partial reclassification {'on' if s['partial'] else 'off'}; "
-          f"{'SMLALD (DSP)' if s['dsp'] else 'scalar'} dot product")
+          f"{ {'mve': 'VMLALDAVA (MVE)', 'dsp': 'SMLALD (DSP)'}.get(s['variant'], 'scalar')} dot product")
     print(f"data            {'in flash (tg_efti_data.c): ' + str(s['flash_rows']) + ' rows' if s['flash_rows'] else 'your firmware fills a RAM buffer (see --example)'}")
     print(f"RAM             {ram['total']} bytes needed of {target.ram_bytes} (engine {ram['engine']}, buffers "
           f"{ram['train_buffers']}, stack {ram['stack']})")

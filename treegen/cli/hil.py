@@ -172,7 +172,7 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
             params = s.params
             source = "flash"
             print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, up to {s.n_classes} classes, "
-                  f"{mode_name(s)}, {'DSP' if s.dsp else 'scalar'}")
+                  f"{mode_name(s)}, {s.variant} dot product")
             if s.max_depth != params_from_model(model).max_depth:
                 print(f"                maximum depth {params_from_model(model).max_depth} -> {s.max_depth}: the node "
                       f"pool that fits {target.name}'s {target.ram_kb} KiB RAM")

@@ -11,7 +11,8 @@ every class count 2..C, computed by the same Python code as for the host engine
 
 Files (:func:`render_train_sources` for the harness, :func:`export_train_library` for a library)::
 
-    tg_efti.h / tg_efti.c              the engine (sizes as #defines; SMLALD dot product on ARMv7E-M)
+    tg_efti.h / tg_efti.c              the engine (sizes as #defines; dot product: scalar, SMLALD on
+                                       ARMv7E-M / ARMv8-M DSP, or Helium VMLALDAVA on ARMv8.1-M MVE)
     tg_efti_config.h / tg_efti_config.c   const tables from EFTIParams; tg_efti_config_init()
     tg_efti_data.h / tg_efti_data.c    optional: training rows compiled into flash
     tg_train.h / tg_train.c            harness only: the TRAIN_* protocol requests (docs/protocol.md)
@@ -72,13 +73,21 @@ class TrainSpec:
     n_classes: int                 # tables for 2..n_classes classes
     buffer_rows: int               # RAM buffer of TRAIN_DATA (0: none)
     partial: bool                  # partial reclassification compiled in
-    dsp: bool                      # SMLALD dot products where the compiler targets ARMv7E-M
+    dsp: bool                      # SMLALD dot products where the compiler targets ARMv7E-M / ARMv8-M DSP
     flash_x: np.ndarray | None = None   # rows compiled into flash (int16, (n, A)), labels, classes
     flash_y: np.ndarray | None = None
     flash_classes: int = 0
     flash_source: str = ""
     notes: list = field(default_factory=list)
     profile: bool = False          # per-phase instruction totals (TRAIN_PROFILE; bench/train_device_bench.py)
+    mve: bool = False              # Helium (MVE) VMLALDAVA dot products (Cortex-M55)
+    dot_probe: bool = False        # benchmarks only: every dot product computed twice (its cost, same result)
+    retest_probe: bool = False     # benchmarks only: every common-case re-test computed twice (likewise)
+
+    @property
+    def variant(self) -> str:
+        """The dot-product variant: ``mve``, ``dsp`` or ``scalar``."""
+        return "mve" if self.mve else ("dsp" if self.dsp else "scalar")
 
     @property
     def flash_rows(self) -> int:
@@ -93,14 +102,16 @@ class TrainSpec:
         max_nodes = (1 << (self.max_depth + 1)) - 1
         return {"max_inst": self.max_rows, "max_attr": self.n_attr, "max_classes": self.n_classes,
                 "max_depth": self.max_depth, "max_nodes": max_nodes, "max_leaves": 1 << self.max_depth,
-                "partial": self.partial, "dsp": self.dsp, "profile": self.profile,
+                "partial": self.partial, "dsp": self.dsp, "mve": self.mve, "profile": self.profile,
+                "dot_probe": self.dot_probe, "retest_probe": self.retest_probe,
                 "max_coef_mut": max_coef_mutations(self.max_depth, self.n_attr,
                                                    self.params.coefficient_mutation_rate)}
 
     def summary(self) -> dict:
         return {"max_rows": self.max_rows, "n_attr": self.n_attr, "n_classes": self.n_classes,
                 "max_depth": self.max_depth, "buffer_rows": self.buffer_rows, "flash_rows": self.flash_rows,
-                "partial": self.partial, "dsp": self.dsp, "params_digest": params_digest(self.params).hex()}
+                "partial": self.partial, "dsp": self.dsp, "mve": self.mve, "variant": self.variant,
+                "params_digest": params_digest(self.params).hex()}
 
 
 def params_digest(params: EFTIParams) -> bytes:
@@ -115,15 +126,22 @@ def _target(target) -> _targets.Target:
     return target if isinstance(target, _targets.Target) else _targets.get(str(target))
 
 
-def _resolve_dsp(dsp, target: _targets.Target) -> bool:
+def _resolve_dsp(dsp, target: _targets.Target) -> str:
+    """The training dot-product variant for ``target``: ``auto`` -> ``mve`` on targets with Helium,
+    else ``dsp`` with the DSP extension, else ``scalar``; ``dsp`` and ``mve`` need their extension."""
     if isinstance(dsp, bool):
         dsp = "dsp" if dsp else "scalar"
-    if dsp not in ("auto", "scalar", "dsp"):
-        raise TreegenError(f"unknown training dot-product variant {dsp!r} (choose from auto, scalar, dsp)")
+    if dsp not in ("auto", "scalar", "dsp", "mve"):
+        raise TreegenError(f"unknown training dot-product variant {dsp!r} (choose from auto, scalar, dsp, mve)")
     if dsp == "dsp" and not target.dsp:
         raise TreegenError(f"variant 'dsp' needs the ARMv7E-M DSP extension; target {target.name!r} "
                            f"({target.core}) has none")
-    return target.dsp if dsp == "auto" else dsp == "dsp"
+    if dsp == "mve" and not target.mve:
+        raise TreegenError(f"variant 'mve' needs the M-profile Vector Extension (Helium); target {target.name!r} "
+                           f"({target.core}) has none")
+    if dsp == "auto":
+        return "mve" if target.mve else ("dsp" if target.dsp else "scalar")
+    return dsp
 
 
 def _flash_data(flash_data):
@@ -155,7 +173,8 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     the limits grow to hold it. ``buffer_rows``: rows of the RAM buffer for TRAIN_DATA (default:
     ``max_rows``, or 0 when flash data are given and ``max_rows`` is not). ``partial``: compile
     partial reclassification in (None: when RAM allows, see :func:`check_ram`). ``dsp``: ``auto``
-    (the target's DSP extension), ``scalar`` or ``dsp``. ``depth_auto``: ``params.max_depth`` is the
+    (``mve`` on targets with Helium, else ``dsp`` with the DSP extension, else ``scalar``), ``scalar``,
+    ``dsp`` or ``mve``. ``depth_auto``: ``params.max_depth`` is the
     largest depth; :func:`check_ram` lowers it until the engine fits the target.
     """
     tgt = _target(target)
@@ -185,8 +204,9 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
         raise TreegenError(f"buffer_rows must be 0..{rows} (the engine's max_rows), got {buffer_rows}")
     if fx is None and buffer_rows == 0:
         raise TreegenError("on-device training needs a RAM buffer (buffer_rows > 0) or data compiled into flash")
+    variant = _resolve_dsp(dsp, tgt)
     spec = TrainSpec(params, rows, attr, classes, buffer_rows, True if partial is None else bool(partial),
-                     _resolve_dsp(dsp, tgt), fx, fy, fc, flash_source)
+                     variant == "dsp", fx, fy, fc, flash_source, mve=variant == "mve")
     spec.notes.append("partial=auto" if partial is None else f"partial={bool(partial)}")
     if depth_auto:
         spec.notes.append("depth=auto")
@@ -404,7 +424,7 @@ def render_train_sources(out_dir, spec: TrainSpec) -> list[Path]:
     out = prepare_out_dir(out_dir)
     files = render_engine_files(out, spec)
     ctx = {"version": __version__, "buffer_rows": spec.buffer_rows, "flash_rows": spec.flash_rows,
-           "dsp": spec.dsp}
+           "dsp": spec.dsp, "mve": spec.mve}
     for name in ("tg_train.h", "tg_train.c"):
         files.append(write_generated(out / name, render(f"firmware/{name}", ctx)))
     return files

@@ -94,7 +94,7 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
         info.update({"engine": "device", "device_target": tgt.name, "elapsed_s": round(seconds, 4),
                      "device_counter_per_iteration": round(res.per_iteration, 1),
                      "device_counter_unit": res.unit_name, "device_source": source,
-                     "device_partial": bool(ti.partial), "device_dsp": bool(ti.dsp),
+                     "device_partial": bool(ti.partial), "device_dsp": bool(ti.dsp), "device_variant": ti.variant,
                      "host_check": "identical tree and integer fitness"})
         induce.report = info
         if callback is not None:

@@ -41,6 +41,8 @@ SOURCES = {"ram": 0, "flash": 1}
 #: TRAIN response timeout: this much per iteration on top of the client's timeout (QEMU runs a
 #: veh-sized iteration in well under a millisecond; real boards at 16+ MHz are slower)
 SECONDS_PER_ITERATION = 0.05
+#: how reports name the training engine's dot-product variants
+VARIANT_NAMES = {"scalar": "scalar", "dsp": "DSP (SMLALD)", "mve": "MVE (VMLALDAVA)"}
 #: phases of an iteration in TRAIN_PROFILE (templates/efti/tg_efti.h: TG_EFTI_PROF_PHASES)
 PROFILE_PHASES = ("switch", "mutate", "reclassify", "fitness", "select")
 FITNESS_TOLERANCE = 0          # device vs Python float fitness: exactly equal (see module docstring)
@@ -73,6 +75,15 @@ class TrainInfo:
     @property
     def dsp(self) -> bool:
         return bool(self.flags & 2)
+
+    @property
+    def mve(self) -> bool:
+        return bool(self.flags & 8)
+
+    @property
+    def variant(self) -> str:
+        """The engine's dot-product variant: ``mve``, ``dsp`` or ``scalar``."""
+        return "mve" if self.mve else ("dsp" if self.dsp else "scalar")
 
     @property
     def has_flash_data(self) -> bool:
@@ -469,7 +480,7 @@ def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceCl
         "attributes": int(A),
         "classes": int(C),
         "source": source,
-        "engine": {"partial": ti.partial, "dsp": ti.dsp, "max_rows": ti.max_rows, "max_attr": ti.max_attr,
+        "engine": {"partial": ti.partial, "dsp": ti.dsp, "mve": ti.mve, "variant": ti.variant, "max_rows": ti.max_rows, "max_attr": ti.max_attr,
                    "max_classes": ti.max_classes, "max_depth": ti.max_depth, "params_digest": ti.params_digest},
     }
     ok = identical and (predict is None or predict["identical"])
@@ -501,7 +512,7 @@ def summary_lines(report: dict) -> list[str]:
         lines.append(f"speed           {t['insn_per_iteration']:.0f} instructions per iteration "
                      f"(engine: {'partial reclassification' if t['engine']['partial'] else 'lean'}, depth "
                      f"{t['engine']['max_depth']}, rows in {t['source']}, "
-                     f"{'DSP' if t['engine']['dsp'] else 'scalar'} dot product)")
+                     f"{VARIANT_NAMES[t['engine']['variant']]} dot product)")
     else:
         lines.append(f"speed           {t['counter_per_iteration']:.0f} {t['counter_unit']} per iteration")
     lines.append(f"RAM             {t['ram_bytes']} bytes (engine + row buffer, static)")
