@@ -94,3 +94,28 @@ def test_engine_compiles_strictly_for_cortex_m(tmp_path, cpu):
                           str(tmp_path / "tg_efti.c"), "-o", str(tmp_path / "tg_efti.o")],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+WINDOW_CASES = [
+    ("pid", 4000, 11, {}),
+    ("veh", 3000, 12, {"topology_mutation_rate": 0.9, "return_to_best_probability": 0.01}),
+    ("seg", 2000, 13, {"coefficient_mutation_rate": 0.1, "max_depth": 4}),
+    ("irs", 3000, 14, {"dipole": "node", "search_probability": 0.3}),
+]
+
+
+@pytest.mark.parametrize("name, iters, seed, kw", WINDOW_CASES)
+def test_host_window_build_equals_the_device_build(monkeypatch, name, iters, seed, kw):
+    """The host build's sorted per-node row lists, count snapshots and SSE2 dot products (TG_EFTI_WINDOW)
+    evolve the same tree, with the same statistics, as the build devices get (window off)."""
+    X, y, C = _data(name)
+    if name == "irs":                     # few rows: nodes with < 32 rows (the insertion-sort path)
+        X, y = X[::4], y[::4]
+    p = EFTIParams(max_iter=iters, **kw)
+    assert engine.engine_sizes(X.shape[0], X.shape[1], C, p.max_depth)["window"]
+    t_win, i_win = engine.induce(X, y, C, p, seed=seed)
+    sizes = engine.engine_sizes
+    monkeypatch.setattr(engine, "engine_sizes", lambda *a, **k: {**sizes(*a, **k), "window": False})
+    t_dev, i_dev = engine.induce(X, y, C, p, seed=seed)
+    assert t_win.equals(t_dev)
+    assert (i_win["fitness_int"], i_win["rerouted_fraction"]) == (i_dev["fitness_int"], i_dev["rerouted_fraction"])
