@@ -53,7 +53,7 @@ def user_cpu() -> float:
 def timed(X, y, C, params, seed):
     """(tree, user CPU seconds, wall seconds) of one native training run."""
     c0, t0 = user_cpu(), time.perf_counter()
-    tree, info = engine.induce(X, y, C, params, seed=seed)
+    tree, _ = engine.induce(X, y, C, params, seed=seed)
     return tree, user_cpu() - c0, time.perf_counter() - t0
 
 
@@ -121,8 +121,8 @@ def main(argv=None) -> int:
                                                 "results": results}, indent=1) + "\n")
     if a.md_out:
         lines = [f"`{cmd}`", "",
-                 "Iterations/s from user CPU time (getrusage ru_utime, the clock the reference reports), "
-                 f"best of {a.repeats} alternating runs per fold; wall = the native engine's wall-clock rate.", "",
+                 ("Iterations/s from user CPU time (getrusage ru_utime, the clock the reference reports), "
+                  f"best of {a.repeats} alternating runs per fold; wall = the native engine's wall-clock rate."), "",
                  "| dataset | rows | full-data it/s | 5-fold mean it/s | (wall) | reference it/s | ratio |",
                  "|---|---:|---:|---:|---:|---:|---:|"]
         for r in results:
