@@ -107,12 +107,37 @@ def test_engine_compiles_strictly_for_cortex_m(tmp_path, cpu, variant):
 def test_mve_portable_emulation_evolves_the_identical_tree(monkeypatch, name, seed):
     """The mve variant's portable path (the host compiler has no Helium: templates/c/mve.c.j2's
     eight-lane emulation, tail vector zero-filled) evolves the scalar engine's tree; veh's 18
-    attributes = two full vectors and a tail of two."""
+    attributes = two full vectors and a tail of two. Window off: the dot products devices run."""
     X, y, C = _data(name)
     p = EFTIParams(max_iter=1500)
     t_ref, i_ref = engine.induce(X, y, C, p, seed=seed)
     plain = engine.engine_sizes
-    monkeypatch.setattr(engine, "engine_sizes", lambda *a, **k: dict(plain(*a, **k), mve=True))
+    monkeypatch.setattr(engine, "engine_sizes", lambda *a, **k: dict(plain(*a, **k), mve=True, window=False))
     assert "#define TG_EFTI_MVE 1" in engine.render_engine(engine.engine_sizes(100, 18, 4, 3))["tg_efti.c"]
     t_mve, i_mve = engine.induce(X, y, C, p, seed=seed)
     assert t_mve.equals(t_ref) and i_mve["fitness_int"] == i_ref["fitness_int"]
+
+
+WINDOW_CASES = [
+    ("pid", 4000, 11, {}),
+    ("veh", 3000, 12, {"topology_mutation_rate": 0.9, "return_to_best_probability": 0.01}),
+    ("seg", 2000, 13, {"coefficient_mutation_rate": 0.1, "max_depth": 4}),
+    ("irs", 3000, 14, {"dipole": "node", "search_probability": 0.3}),
+]
+
+
+@pytest.mark.parametrize("name, iters, seed, kw", WINDOW_CASES)
+def test_host_window_build_equals_the_device_build(monkeypatch, name, iters, seed, kw):
+    """The host build's sorted per-node row lists, count snapshots and SSE2 dot products (TG_EFTI_WINDOW)
+    evolve the same tree, with the same statistics, as the build devices get (window off)."""
+    X, y, C = _data(name)
+    if name == "irs":                     # few rows: nodes with < 32 rows (the insertion-sort path)
+        X, y = X[::4], y[::4]
+    p = EFTIParams(max_iter=iters, **kw)
+    assert engine.engine_sizes(X.shape[0], X.shape[1], C, p.max_depth)["window"]
+    t_win, i_win = engine.induce(X, y, C, p, seed=seed)
+    sizes = engine.engine_sizes
+    monkeypatch.setattr(engine, "engine_sizes", lambda *a, **k: {**sizes(*a, **k), "window": False})
+    t_dev, i_dev = engine.induce(X, y, C, p, seed=seed)
+    assert t_win.equals(t_dev)
+    assert (i_win["fitness_int"], i_win["rerouted_fraction"]) == (i_dev["fitness_int"], i_dev["rerouted_fraction"])

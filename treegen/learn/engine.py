@@ -68,6 +68,9 @@ def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: b
         "max_leaves": 1 << max_depth,
         "partial": bool(partial),
         "dsp": bool(dsp),   # use SMLALD where the compiler targets ARMv7E-M (no effect elsewhere)
+        # host builds: sorted per-node row lists for single-coefficient mutations (TG_EFTI_WINDOW; RAM
+        # ~(depth + 1) * 8 bytes per row, so device builds, which size their own engine, leave it off)
+        "window": bool(partial) and _round_up_pow2(n, 1024) <= 65536,
         "max_coef_mut": max_coef_mutations(max_depth, (n_attr + 7) // 8 * 8, coefficient_mutation_rate),
     }
 
