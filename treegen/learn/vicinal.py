@@ -169,6 +169,8 @@ def leaf_masses(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarra
             axis_specs.append(key)
         return k
 
+    nnz = np.count_nonzero(W, axis=1)
+    first = np.argmax(W != 0, axis=1)
     # stack entries: node, oblique factor ids ('o', j, side) or ('z',), {attr: (lo, hi, factor id)}
     stack: list[tuple[int, tuple, dict]] = [(0, (), {})]
     while stack:
@@ -177,18 +179,17 @@ def leaf_masses(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarra
             leaves.append(node)
             paths.append(list(rest) + [("a", f) for _lo, _hi, f in limits.values()])
             continue
-        w = W[node]
-        nz = np.flatnonzero(w)
+        k_nz = int(nnz[node])
         left_l, right_l = limits, limits
         left_rest = right_rest = rest
-        if nz.size == 0:
+        if k_nz == 0:
             if 0.0 <= T[node]:
                 right_rest = rest + (("z",),)
             else:
                 left_rest = rest + (("z",),)
-        elif nz.size == 1:
-            a = int(nz[0])
-            c = float(w[a])
+        elif k_nz == 1:
+            a = int(first[node])
+            c = float(W[node, a])
             b = float(T[node]) / c
             lo, hi, _ = limits.get(a, (-math.inf, math.inf, None))
             if c > 0:   # left: x_a <= b
