@@ -4,12 +4,19 @@ Usage::
 
     python bench/efti_vicinal_bench.py [--iters 5000] [--folds 5] [--ko 0.05] [--sigma2 0.1]
                                        [--datasets irs,gls,hrts,...] [--jobs 1]
+                                       [--reference BIN [--ref-seed S]]
                                        [--out bench/results/efti_vicinal_bench]
 
 Stratified K-fold CV (the folds of ``treegen.learn.cv``, seed 1), the SAME fold and seed for both
 risks, both on the Python engine (the native engine does not implement the vicinal risk). Reports
 mean test accuracy and leaves per dataset and risk, and how many folds each risk wins. The
 datasets default to the ten of ``bench/paper_table.py``.
+
+``--reference BIN`` adds the public EFTI reference implementation (github.com/bogdanvuk/efti, empirical
+fitness only; build BIN with ``bash bench/build_efti_reference.sh GIT_DIR OUT --test-fold-fix``) run the
+same way: the same iterations, Ko and number of folds, one run (``BIN --max_iter=N --oversize_w=KO
+--folds=K --runs=1 --seed=S --dataset_selection=D``). Its folds are its own (it assigns them itself, on
+its own 15-bit copies of the datasets), so its column is compared by mean accuracy, not fold by fold.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from joblib import Parallel, delayed
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 DATASETS = REPO.parent / "shared" / "datasets"
 DEFAULT = "bcw,irs,pid,gls,veh,hrts,lym,son,ion,liv"
 
@@ -51,12 +59,20 @@ def main(argv=None) -> int:
     ap.add_argument("--sigma2", type=float, default=0.1)
     ap.add_argument("--datasets", default=DEFAULT)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--reference", metavar="BIN", help="also run this build of the public EFTI reference")
+    ap.add_argument("--ref-seed", type=int, default=1)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "efti_vicinal_bench"))
     args = ap.parse_args(argv)
+    if args.reference:
+        from paper_table import run_reference
     cmd = "python bench/efti_vicinal_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    lines = ["| dataset | acc empirical | acc vicinal | leaves empirical | leaves vicinal | folds won (emp/vic/tie) |",
-             "|---|---|---|---|---|---|"]
+    if args.reference:
+        cmd = cmd.replace(args.reference, "REF")
+    ref_head = " acc reference | leaves reference | vicinal vs reference |" if args.reference else ""
+    lines = ["| dataset | acc empirical | acc vicinal | leaves empirical | leaves vicinal | folds won (emp/vic/tie) |" + ref_head,
+             "|---|---|---|---|---|---|" + ("---|---|---|" if args.reference else "")]
     rows = []
+    refs = {}
     for name in args.datasets.split(","):
         rows += Parallel(n_jobs=args.jobs)(delayed(run)(name, f, args.folds, r, args.iters, args.ko, args.sigma2)
                                            for f in range(args.folds) for r in ("empirical", "vicinal"))
@@ -67,13 +83,23 @@ def main(argv=None) -> int:
         lines.append(f"| {name} | {100 * ae.mean():.2f} | {100 * av.mean():.2f} | "
                      f"{np.mean([x['leaves'] for x in R['empirical']]):.1f} | {np.mean([x['leaves'] for x in R['vicinal']]):.1f} | "
                      f"{int(np.sum(ae > av))}/{int(np.sum(av > ae))}/{int(np.sum(av == ae))} |")
+        if args.reference:
+            ref = run_reference(args.reference, name, args.iters, args.ko, args.folds, 1, args.ref_seed)
+            refs[name] = ref
+            ra = ref["accuracy"]["mean"]
+            lines[-1] += (f" {ra:.2f} | {ref['leaves']['mean']:.1f} | "
+                          f"{'vicinal higher' if 100 * av.mean() > ra else 'reference higher' if 100 * av.mean() < ra else 'equal'} "
+                          f"({100 * av.mean() - ra:+.2f}) |")
         text = "\n".join(lines + ["", f"{args.folds}-fold CV, {args.iters} iterations, Ko={args.ko}, sigma2={args.sigma2}, "
-                                  "Python engine for both; accuracy in %", f"command: {cmd}"])
+                                  "Python engine for both; accuracy in %"
+                                  + (f"; reference: github.com/bogdanvuk/efti built with --test-fold-fix, {args.iters} "
+                                     f"iterations, oversize_w={args.ko}, {args.folds} folds of its own, 1 run, seed "
+                                     f"{args.ref_seed} (empirical fitness)" if args.reference else ""), f"command: {cmd}"])
         print(lines[-1], flush=True)
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".md").write_text(text + "\n")
-        out.with_suffix(".json").write_text(json.dumps({"command": cmd, "runs": rows}, indent=1))
+        out.with_suffix(".json").write_text(json.dumps({"command": cmd, "runs": rows, "reference": refs}, indent=1))
     print(text)
     return 0
 

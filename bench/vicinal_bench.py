@@ -109,6 +109,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "vicinal_bench"))
     ap.add_argument("--combine", help="comma-separated JSON results of earlier runs (same --iters/--reps): "
                                       "report them together (one table, one Friedman test), run nothing")
+    ap.add_argument("--exclude", default="", help="with --combine: leave these datasets out of the table and test")
     args = ap.parse_args(argv)
     names = args.datasets.split(",")
     algos = args.algos.split(",")
@@ -119,6 +120,9 @@ def main(argv=None) -> int:
             part = json.loads(Path(path).read_text())
             rows += part["runs"]
             names += [d for d in part["datasets"] if d not in names]
+        drop = set(filter(None, args.exclude.split(",")))
+        rows = [r for r in rows if r["dataset"] not in drop]
+        names = [d for d in names if d not in drop]
         report(args, argv, algos, names, rows, t0)
         return 0
     rows = []
@@ -151,6 +155,8 @@ def report(args, argv, algos, names, rows, t0) -> None:
     lines.append("")
     lines.append(f"mean test error over {args.reps} stratified 50/50 splits; GP: {args.iters} iterations, one run "
                  "per split (the paper: 200 000 iterations, median of 30 runs); CART: min_samples_leaf=2, unpruned")
+    lines.append("mean test error over the datasets (" + ", ".join(algos) + "; paper C4.5, ERM, VRM): "
+                 + ", ".join(f"{v:.4f}" for v in T.mean(axis=0)) + "; " + ", ".join(f"{v:.4f}" for v in paper.mean(axis=0)))
     if fr:
         lines.append("mean ranks (" + ", ".join(algos) + "): " + ", ".join(f"{v:.3f}" for v in fr["mean_ranks"]))
         lines.append(f"Friedman chi2 = {fr['chi2']:.3f} (p = {fr['p_chi2']:.4f}); Iman-Davenport F = "

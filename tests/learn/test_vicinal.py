@@ -138,3 +138,46 @@ def test_kernel_sigma_and_checks():
 def test_phi_table_q16():
     tab = vicinal.phi_table_q16()
     assert tab.shape == (1024,) and tab[0] == 2 and tab[-1] == 65534 and np.all(np.diff(tab) >= 0)
+
+
+def random_tree(rng: np.random.Generator, n_features: int, depth: int) -> Tree:
+    """A random pre-order tree mixing axis tests (positive and negative weights, attributes reused on
+    a path), oblique tests and all-zero (hard) tests."""
+    W, thr, left, right, cls = [], [], [], [], []
+
+    def grow(d: int) -> int:
+        i = len(W)
+        W.append(np.zeros(n_features))
+        thr.append(0.0)
+        left.append(LEAF)
+        right.append(LEAF)
+        cls.append(int(rng.integers(3)))
+        if d < depth and rng.random() < 0.8:
+            kind = rng.random()
+            if kind < 0.6:
+                W[i][int(rng.integers(2))] = rng.choice([1.0, -1.0, 2.5])     # two attributes: many repeats
+                thr[i] = float(rng.random() * W[i].sum())
+            elif kind < 0.9:
+                W[i] = rng.normal(size=n_features)
+                thr[i] = float(rng.normal())
+            else:
+                thr[i] = float(rng.choice([-1.0, 1.0]))
+            left[i] = grow(d + 1)
+            right[i] = grow(d + 1)
+        return i
+
+    grow(0)
+    return tree(np.array(W), thr, left, right, cls, n_classes=3)
+
+
+def test_vectorised_leaf_masses_are_bit_identical_to_the_per_node_recursion():
+    rng = np.random.default_rng(11)
+    X = rng.random((60, 3))
+    X[:5, 0] = 0.5                                  # rows on a boundary
+    for k in range(80):
+        t = random_tree(rng, 3, int(rng.integers(1, 7)))
+        for sig in (0.1, 0.0, np.array([0.05, 0.0, 0.2])):
+            a = vicinal._leaf_masses_per_node(t, X, sig)
+            b = vicinal.leaf_masses(t, X, sig)
+            assert np.array_equal(a[0], b[0])
+            assert np.array_equal(a[1], b[1]), (k, sig)
