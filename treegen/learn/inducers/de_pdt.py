@@ -19,9 +19,12 @@ Decision Trees for Classification Tasks" (shared/seeds/004_*.txt):
   *rate* on the rows they were evaluated on (see legitimacy), exactly, by integer cross-multiplication.
   treegen extra (off by default): ``oversize_weight`` multiplies the hit count by EFTI's size factor
   ``1 - Ko*((L-C)/C)**2`` (L = leaves reached by a training row, C = classes; Q16 table).
-* **Selection**: the trial replaces its target when it is not worse (Storn & Price's ``<=``); the whole
-  generation's trials are made from the current population and evaluated together (synchronous DE),
-  so a population is evaluated as one batched matrix product.
+* **Selection**: the trial replaces its target only when it is *better* (paper, section 3: "If y is
+  better than x, x is replaced by y"; so does its reference, Storn & Price 1997: "a smaller cost
+  function value"). ``selection="not-worse"`` (treegen's rule before 2026-11-26; the later DE
+  literature's ``<=``) also accepts ties. The whole generation's trials are made from the current
+  population and evaluated together (synchronous DE, as Storn & Price's generations G -> G+1), so a
+  population is evaluated as one batched matrix product.
 * **Replacement** (4.3): after selection, the worst ``replacement`` fraction (``floor(x*P)``
   individuals, ties by index) and every individual whose accuracy is below ``1/n_classes`` are replaced
   by fresh random trees. treegen keeps the current best individual out of this (elitism), so a
@@ -92,6 +95,7 @@ class DEPDTParams:
     oversize_weight: float = 0.0
     validation_fraction: float = 0.0
     engine: str = "python"
+    selection: str = "better"
 
     def validate(self) -> "DEPDTParams":
         def check(cond: bool, msg: str) -> None:
@@ -115,6 +119,8 @@ class DEPDTParams:
         check(0 <= self.validation_fraction < 1,
               f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
         check(self.engine in ("python", "native"), f"engine must be 'python' or 'native', got {self.engine!r}")
+        check(self.selection in ("better", "not-worse"),
+              f"selection must be 'better' or 'not-worse', got {self.selection!r}")
         return self
 
 
@@ -311,8 +317,11 @@ class Population:
                          l, generation)
         W, T, leaf = self.trials()
         hits, score = self.evaluate(W, T, leaf, self.Xo[:l], self.yo[:l])
-        # not worse at the rate level: score_y / l >= score_x / l_x
-        better = score * self.evaluated >= self.score * l
+        # at the rate level: score_y / l > score_x / l_x (paper), or >= ("not-worse")
+        if self.p.selection == "better":
+            better = score * self.evaluated > self.score * l
+        else:
+            better = score * self.evaluated >= self.score * l
         idx = np.flatnonzero(better)
         self.W[idx], self.T[idx], self.leaf[idx] = W[idx], T[idx], leaf[idx]
         self.hits[idx], self.score[idx] = hits[idx], score[idx]
