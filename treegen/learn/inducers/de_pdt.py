@@ -136,6 +136,16 @@ def swap_leaves(a: np.ndarray, b: np.ndarray, c: np.ndarray, gate: np.ndarray) -
     return np.where(gate, out, a)
 
 
+def selected(trial_score: np.ndarray, l: int, score: np.ndarray, evaluated: np.ndarray,
+             selection: str = "better") -> np.ndarray:
+    """Targets whose trial replaces them: trial rate ``trial_score / l`` above the target's
+    ``score / evaluated`` (``"better"``, the paper) or not below it (``"not-worse"``), compared exactly
+    by integer cross-multiplication."""
+    lhs = np.asarray(trial_score, dtype=np.int64) * np.asarray(evaluated, dtype=np.int64)
+    rhs = np.asarray(score, dtype=np.int64) * int(l)
+    return np.flatnonzero(lhs > rhs if selection == "better" else lhs >= rhs)
+
+
 def replacement_indices(hits: np.ndarray, score: np.ndarray, evaluated: np.ndarray, n_classes: int,
                         fraction: float) -> np.ndarray:
     """Individuals replaced after a generation (sorted): the ``floor(fraction * P)`` worst by objective
@@ -317,12 +327,7 @@ class Population:
                          l, generation)
         W, T, leaf = self.trials()
         hits, score = self.evaluate(W, T, leaf, self.Xo[:l], self.yo[:l])
-        # at the rate level: score_y / l > score_x / l_x (paper), or >= ("not-worse")
-        if self.p.selection == "better":
-            better = score * self.evaluated > self.score * l
-        else:
-            better = score * self.evaluated >= self.score * l
-        idx = np.flatnonzero(better)
+        idx = selected(score, l, self.score, self.evaluated, self.p.selection)
         self.W[idx], self.T[idx], self.leaf[idx] = W[idx], T[idx], leaf[idx]
         self.hits[idx], self.score[idx] = hits[idx], score[idx]
         self.evaluated[idx] = l
