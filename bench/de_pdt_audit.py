@@ -118,6 +118,51 @@ def summary(recs: list[dict]) -> dict:
     return out
 
 
+def _paired(a: list[dict], b: list[dict], key_a: str, key_b: str) -> tuple[float, float, int]:
+    """Mean and 95 % CI half-width of the per-run difference b - a (runs matched by run index)."""
+    ra = {r["run"]: r[key_a] for r in a}
+    rb = {r["run"]: r[key_b] for r in b}
+    runs = sorted(set(ra) & set(rb))
+    mean, ci = mean_ci95([rb[r] - ra[r] for r in runs])
+    return mean, ci, len(runs)
+
+
+def report(accept_json: Path, audit_jsons: list[Path], dataset: str) -> str:
+    """Markdown: the acceptance run's DE-PDT on ``dataset`` (set A) beside the audit runs."""
+    acc = json.loads(accept_json.read_text())
+    base = [{"run": r["run"], "acc_pruned": r["accuracy"], "train_error": r["train_errors"]}
+            for r in acc["results"][dataset]["de-pdt"]["records"]]
+    n_rows = None
+    lines = ["| set | variant | split seeds | estimator seeds | runs | test acc. mean ± 95 % CI (std) | min / max | "
+             "complete-tree acc. | train error mean (std) |", "|---|---|---|---|---|---|---|---|---|"]
+    a_vals = np.array([r["acc_pruned"] for r in base])
+    m, ci = mean_ci95(a_vals.tolist())
+    lines.append(f"| A (acceptance) | fixed:better | r | 1000 + r | {a_vals.size} | {m:.4f} ± {ci:.4f} "
+                 f"({a_vals.std(ddof=1):.4f}) | {a_vals.min():.4f} / {a_vals.max():.4f} | - | - |")
+    paired = []
+    for path in audit_jsons:
+        d = json.loads(path.read_text())
+        for v, res in d["variants"].items():
+            s = res["summary"]
+            recs = res["records"]
+            n_rows = n_rows or recs[0]["n_test"]
+            lines.append(f"| {path.stem.replace('de_pdt_audit_', '')} | {v} | {d['split_seed_base']} + r | "
+                         f"{d['est_seed_base']} + r | {s['n']} | {s['acc_pruned']['mean']:.4f} ± "
+                         f"{s['acc_pruned']['ci95']:.4f} ({s['acc_pruned']['std']:.4f}) | "
+                         f"{s['acc_pruned']['min']:.4f} / {s['acc_pruned']['max']:.4f} | "
+                         f"{s['acc_complete']['mean']:.4f} | {s['train_error']['mean']:.4f} "
+                         f"({s['train_error']['std']:.4f}) |")
+            same_splits = d["split_seed_base"] == 0
+            if same_splits:
+                pm, pci, n = _paired(base, recs, "acc_pruned", "acc_pruned")
+                paired.append(f"- {v} (estimator seeds {d['est_seed_base']} + r) minus set A, same 30 splits: "
+                              f"{pm:+.4f} ± {pci:.4f} (n = {n})")
+            cm, cci, n = _paired(recs, recs, "acc_pruned", "acc_complete")
+            paired.append(f"- {path.stem.replace('de_pdt_audit_', '')} {v}: complete genome minus pruned IR tree "
+                          f"{cm:+.4f} ± {cci:.4f}")
+    return "\n".join(lines) + "\n\nPaired differences of test accuracy (mean ± 95 % CI):\n\n" + "\n".join(paired)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default="son")
@@ -127,7 +172,13 @@ def main(argv=None) -> int:
     p.add_argument("--est-seed-base", type=int, default=1000)
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--tag", default="")
+    p.add_argument("--report", nargs="+", metavar="JSON",
+                   help="print a markdown summary instead of running: the acceptance "
+                        "alternatives_split.json first, then audit JSONs of --dataset")
     args = p.parse_args(argv)
+    if args.report:
+        print(report(Path(args.report[0]), [Path(f) for f in args.report[1:]], args.dataset))
+        return 0
     command = "python bench/de_pdt_audit.py " + " ".join(argv if argv is not None else sys.argv[1:])
     Xraw, labels = load_raw(args.dataset)
     _, y = np.unique(labels, return_inverse=True)

@@ -455,9 +455,9 @@ class DEPDTClassifier(TreeClassifier):
     engine : {'auto', 'python', 'native'}
         ``native``: the C evaluation kernel compiled for the host (identical trees, faster);
         ``python``: numpy; ``auto``: native when a C compiler exists.
-    selection : {'better', 'not-worse'}
-        DE selection: a trial replaces its target only when better (the paper's rule, default) or
-        also on a tie (``not-worse``).
+    selection : {'not-worse', 'better'}
+        DE selection: a trial replaces its target when not worse (default; Storn's DE code, ``<=``)
+        or only when strictly better (``better``, the literal reading of the paper's prose).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
         Seed; the same seed gives the same tree.
@@ -474,7 +474,7 @@ class DEPDTClassifier(TreeClassifier):
     def __init__(self, *, population: int = 50, generations: int = 2000, height: int = 5,
                  replacement: float = 0.1, legitimacy_delta: float = 1e-6, reevaluate_after: int = 10,
                  oversize_weight: float = 0.0, validation_fraction: float = 0.0, engine: str = "auto",
-                 selection: str = "better", scaling: str = "auto", random_state: int | None = None,
+                 selection: str = "not-worse", scaling: str = "auto", random_state: int | None = None,
                  callback: Callable | None = None):
         self.population = population
         self.generations = generations

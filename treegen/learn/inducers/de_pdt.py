@@ -19,12 +19,14 @@ Decision Trees for Classification Tasks" (shared/seeds/004_*.txt):
   *rate* on the rows they were evaluated on (see legitimacy), exactly, by integer cross-multiplication.
   treegen extra (off by default): ``oversize_weight`` multiplies the hit count by EFTI's size factor
   ``1 - Ko*((L-C)/C)**2`` (L = leaves reached by a training row, C = classes; Q16 table).
-* **Selection**: the trial replaces its target only when it is *better* (paper, section 3: "If y is
-  better than x, x is replaced by y"; so does its reference, Storn & Price 1997: "a smaller cost
-  function value"). ``selection="not-worse"`` (treegen's rule before 2026-11-26; the later DE
-  literature's ``<=``) also accepts ties. The whole generation's trials are made from the current
-  population and evaluated together (synchronous DE, as Storn & Price's generations G -> G+1), so a
-  population is evaluated as one batched matrix product.
+* **Selection**: the trial replaces its target when it is not worse (default ``selection="not-worse"``).
+  The paper's DE summary (section 3) says "If y is better than x, x is replaced by y"; its DE
+  reference (Storn & Price) says the same in prose, but Storn's published DE code implements it as
+  ``if (tempval <= val(i))  % if competitor is better ...``: ties are accepted. ``selection="better"``
+  is the strict literal reading (measured in ``bench/results/alternatives_split.md``: it fits the
+  training rows less well and is worse on son). The whole generation's trials are made from the
+  current population and evaluated together (synchronous DE, as Storn's code: the old population is
+  static through one iteration), so a population is evaluated as one batched matrix product.
 * **Replacement** (4.3): after selection, the worst ``replacement`` fraction (``floor(x*P)``
   individuals, ties by index) and every individual whose accuracy is below ``1/n_classes`` are replaced
   by fresh random trees. treegen keeps the current best individual out of this (elitism), so a
@@ -95,7 +97,7 @@ class DEPDTParams:
     oversize_weight: float = 0.0
     validation_fraction: float = 0.0
     engine: str = "python"
-    selection: str = "better"
+    selection: str = "not-worse"
 
     def validate(self) -> "DEPDTParams":
         def check(cond: bool, msg: str) -> None:
@@ -137,10 +139,10 @@ def swap_leaves(a: np.ndarray, b: np.ndarray, c: np.ndarray, gate: np.ndarray) -
 
 
 def selected(trial_score: np.ndarray, l: int, score: np.ndarray, evaluated: np.ndarray,
-             selection: str = "better") -> np.ndarray:
-    """Targets whose trial replaces them: trial rate ``trial_score / l`` above the target's
-    ``score / evaluated`` (``"better"``, the paper) or not below it (``"not-worse"``), compared exactly
-    by integer cross-multiplication."""
+             selection: str = "not-worse") -> np.ndarray:
+    """Targets whose trial replaces them: trial rate ``trial_score / l`` not below the target's
+    ``score / evaluated`` (``"not-worse"``, Storn's DE code) or above it (``"better"``, strict),
+    compared exactly by integer cross-multiplication."""
     lhs = np.asarray(trial_score, dtype=np.int64) * np.asarray(evaluated, dtype=np.int64)
     rhs = np.asarray(score, dtype=np.int64) * int(l)
     return np.flatnonzero(lhs > rhs if selection == "better" else lhs >= rhs)
