@@ -230,7 +230,7 @@ def split_tasks(y: np.ndarray, runs: int, test_fraction: float = 0.15, seed_base
     and its Table 3 training errors multiples of 1/176, 1/127 and 1/181 (= n - ceil(0.15 n)).
     """
     n = y.shape[0]
-    n_test = int(math.ceil(test_fraction * n - 1e-9))
+    n_test = math.ceil(test_fraction * n - 1e-9)
     out = []
     for r in range(runs):
         perm = np.random.default_rng(seed_base + r).permutation(n)

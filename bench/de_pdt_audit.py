@@ -127,40 +127,44 @@ def _paired(a: list[dict], b: list[dict], key_a: str, key_b: str) -> tuple[float
     return mean, ci, len(runs)
 
 
-def report(accept_json: Path, audit_jsons: list[Path], dataset: str) -> str:
-    """Markdown: the acceptance run's DE-PDT on ``dataset`` (set A) beside the audit runs."""
-    acc = json.loads(accept_json.read_text())
-    base = [{"run": r["run"], "acc_pruned": r["accuracy"], "train_error": r["train_errors"]}
-            for r in acc["results"][dataset]["de-pdt"]["records"]]
-    n_rows = None
-    lines = ["| set | variant | split seeds | estimator seeds | runs | test acc. mean ± 95 % CI (std) | min / max | "
-             "complete-tree acc. | train error mean (std) |", "|---|---|---|---|---|---|---|---|---|"]
-    a_vals = np.array([r["acc_pruned"] for r in base])
-    m, ci = mean_ci95(a_vals.tolist())
-    lines.append(f"| A (acceptance) | fixed:better | r | 1000 + r | {a_vals.size} | {m:.4f} ± {ci:.4f} "
-                 f"({a_vals.std(ddof=1):.4f}) | {a_vals.min():.4f} / {a_vals.max():.4f} | - | - |")
+def _sets(path: Path, dataset: str) -> list[tuple[str, int, int, list[dict]]]:
+    """(label, split seed base, estimator seed base, records) of an alternatives_split JSON (its
+    de-pdt runs) or of an audit JSON (every variant)."""
+    d = json.loads(path.read_text())
+    if "results" in d:
+        recs = [{"run": r["run"], "acc_pruned": r["accuracy"]} for r in d["results"][dataset]["de-pdt"]["records"]]
+        return [(f"{path.stem} (default de-pdt)", 0, 1000, recs)]
+    return [(f"{path.stem} {v}", d["split_seed_base"], d["est_seed_base"], res["records"])
+            for v, res in d["variants"].items()]
+
+
+def report(paths: list[Path], dataset: str) -> str:
+    """Markdown: one row per set of runs; paired differences against the first set for the sets on the
+    same splits (split seed base 0)."""
+    sets = [s for p in paths for s in _sets(p, dataset)]
+    head = ("| runs of | split seeds | estimator seeds | runs | test acc. mean ± 95 % CI (std) | min / max | "
+            "complete-genome acc. | train error rate mean (std) |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for label, sb, eb, recs in sets:
+        v = np.array([r["acc_pruned"] for r in recs])
+        m, ci = mean_ci95(v.tolist())
+        comp = (f"{np.mean([r['acc_complete'] for r in recs]):.4f}" if "acc_complete" in recs[0] else "-")
+        te = (f"{np.mean([r['train_error'] for r in recs]):.4f} ({np.std([r['train_error'] for r in recs], ddof=1):.4f})"
+              if "train_error" in recs[0] else "-")
+        lines.append(f"| {label} | {sb} + r | {eb} + r | {v.size} | {m:.4f} ± {ci:.4f} ({v.std(ddof=1):.4f}) | "
+                     f"{v.min():.4f} / {v.max():.4f} | {comp} | {te} |")
     paired = []
-    for path in audit_jsons:
-        d = json.loads(path.read_text())
-        for v, res in d["variants"].items():
-            s = res["summary"]
-            recs = res["records"]
-            n_rows = n_rows or recs[0]["n_test"]
-            lines.append(f"| {path.stem.replace('de_pdt_audit_', '')} | {v} | {d['split_seed_base']} + r | "
-                         f"{d['est_seed_base']} + r | {s['n']} | {s['acc_pruned']['mean']:.4f} ± "
-                         f"{s['acc_pruned']['ci95']:.4f} ({s['acc_pruned']['std']:.4f}) | "
-                         f"{s['acc_pruned']['min']:.4f} / {s['acc_pruned']['max']:.4f} | "
-                         f"{s['acc_complete']['mean']:.4f} | {s['train_error']['mean']:.4f} "
-                         f"({s['train_error']['std']:.4f}) |")
-            same_splits = d["split_seed_base"] == 0
-            if same_splits:
-                pm, pci, n = _paired(base, recs, "acc_pruned", "acc_pruned")
-                paired.append(f"- {v} (estimator seeds {d['est_seed_base']} + r) minus set A, same 30 splits: "
-                              f"{pm:+.4f} ± {pci:.4f} (n = {n})")
+    ref_label, _, _, ref = sets[0]
+    for label, sb, eb, recs in sets[1:]:
+        if sb == 0:
+            pm, pci, n = _paired(ref, recs, "acc_pruned", "acc_pruned")
+            paired.append(f"- {label} minus {ref_label}, same {n} splits"
+                          f"{'' if eb == 1000 else ', other estimator seeds'}: {pm:+.4f} ± {pci:.4f}")
+    for label, sb, eb, recs in sets:
+        if "acc_complete" in recs[0]:
             cm, cci, n = _paired(recs, recs, "acc_pruned", "acc_complete")
-            paired.append(f"- {path.stem.replace('de_pdt_audit_', '')} {v}: complete genome minus pruned IR tree "
-                          f"{cm:+.4f} ± {cci:.4f}")
-    return "\n".join(lines) + "\n\nPaired differences of test accuracy (mean ± 95 % CI):\n\n" + "\n".join(paired)
+            paired.append(f"- {label}: complete genome minus pruned IR tree {cm:+.4f} ± {cci:.4f}")
+    return "\n".join(lines) + "\n\nPaired differences of test accuracy (mean ± 95 % CI of the per-split difference):\n\n" + "\n".join(paired)
 
 
 def main(argv=None) -> int:
@@ -173,11 +177,11 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--tag", default="")
     p.add_argument("--report", nargs="+", metavar="JSON",
-                   help="print a markdown summary instead of running: the acceptance "
-                        "alternatives_split.json first, then audit JSONs of --dataset")
+                   help="print a markdown summary of --dataset instead of running: alternatives_split "
+                        "JSONs (their de-pdt runs) and audit JSONs; paired differences against the first")
     args = p.parse_args(argv)
     if args.report:
-        print(report(Path(args.report[0]), [Path(f) for f in args.report[1:]], args.dataset))
+        print(report([Path(f) for f in args.report], args.dataset))
         return 0
     command = "python bench/de_pdt_audit.py " + " ".join(argv if argv is not None else sys.argv[1:])
     Xraw, labels = load_raw(args.dataset)
