@@ -17,6 +17,7 @@ from treegen.learn.inducers.de_pdt import (
     grow_legitimacy,
     pruned_tree,
     replacement_indices,
+    selected,
     stale_individuals,
     swap_leaves,
 )
@@ -54,6 +55,19 @@ def test_replacement_worst_fraction_and_below_chance_never_the_best():
     # all below 1/C: everybody goes except the best
     h3 = np.array([1, 3, 2, 0])
     assert replacement_indices(h3, h3 * 65536, np.full(4, 30), 3, 0.0).tolist() == [0, 2, 3]
+
+
+def test_selection_rules_compare_rates_exactly():
+    # targets: 20/30, 20/30, 10/12, 29/30; trials all evaluated on l = 30 rows
+    score = np.array([20, 20, 10, 29]) * 65536
+    evaluated = np.array([30, 30, 12, 30])
+    trial = np.array([21, 20, 25, 29]) * 65536
+    # 21/30 > 20/30 yes; tie 20/30 no (the paper: "if y is better than x"); 25/30 == 10/12 tie no; tie no
+    assert selected(trial, 30, score, evaluated, "better").tolist() == [0]
+    # ties accepted with "not-worse" (the default, Storn's DE code: <=)
+    assert selected(trial, 30, score, evaluated, "not-worse").tolist() == [0, 1, 2, 3]
+    assert selected(trial, 30, score, evaluated).tolist() == [0, 1, 2, 3]
+    assert selected(trial - 65536, 30, score, evaluated, "not-worse").tolist() == [0]
 
 
 def test_legitimacy_growth():
@@ -203,7 +217,8 @@ def test_learns_iris_and_options():
 
 
 @pytest.mark.parametrize("kw, match", [({"height": 1}, "height"), ({"height": 13}, "height"),
-                                       ({"population": 3}, "population"), ({"replacement": 1.0}, "replacement")])
+                                       ({"population": 3}, "population"), ({"replacement": 1.0}, "replacement"),
+                                       ({"selection": "tie"}, "selection")])
 def test_bad_params(kw, match):
     X, y = _small()
     with pytest.raises(TreegenError, match=match):

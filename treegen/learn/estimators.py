@@ -524,6 +524,9 @@ class DEPDTClassifier(TreeClassifier):
     engine : {'auto', 'python', 'native'}
         ``native``: the C evaluation kernel compiled for the host (identical trees, faster);
         ``python``: numpy; ``auto``: native when a C compiler exists.
+    selection : {'not-worse', 'better'}
+        DE selection: a trial replaces its target when not worse (default; Storn's DE code, ``<=``)
+        or only when strictly better (``better``, the literal reading of the paper's prose).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
         Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
@@ -541,7 +544,8 @@ class DEPDTClassifier(TreeClassifier):
     def __init__(self, *, population: int = 50, generations: int = 2000, height: int = 5,
                  replacement: float = 0.1, legitimacy_delta: float = 1e-6, reevaluate_after: int = 10,
                  oversize_weight: float = 0.0, validation_fraction: float = 0.0, engine: str = "auto",
-                 scaling: str = "auto", random_state: int | None = None, callback: Callable | None = None):
+                 selection: str = "not-worse", scaling: str = "auto", random_state: int | None = None,
+                 callback: Callable | None = None):
         self.population = population
         self.generations = generations
         self.height = height
@@ -551,6 +555,7 @@ class DEPDTClassifier(TreeClassifier):
         self.oversize_weight = oversize_weight
         self.validation_fraction = validation_fraction
         self.engine = engine
+        self.selection = selection
         self.scaling = scaling
         self.random_state = random_state
         self.callback = callback
@@ -562,7 +567,8 @@ class DEPDTClassifier(TreeClassifier):
             population=self.population, generations=self.generations, height=self.height,
             replacement=self.replacement, legitimacy_delta=self.legitimacy_delta,
             reevaluate_after=self.reevaluate_after, oversize_weight=self.oversize_weight,
-            validation_fraction=self.validation_fraction, engine=resolve_engine(self.engine))
+            validation_fraction=self.validation_fraction, engine=resolve_engine(self.engine),
+            selection=self.selection)
         seed = self.seed_
         tree, info = de_pdt.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
         info["engine"] = params.engine
