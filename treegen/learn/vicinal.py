@@ -142,7 +142,7 @@ def leaf_masses(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarra
     axis intervals in first-use order of their attribute); then every factor column is computed in
     ONE vectorised ``Phi`` call on an ``(n_rows, n_factors)`` matrix and each leaf's mass is the
     product of its columns taken in the same order, starting from 1, as the per-node recursion
-    (:func:`_leaf_masses_per_node`) — element-wise the same float operations, so the masses are
+    (``_leaf_masses_per_node`` in tests/learn/test_vicinal.py) — element-wise the same float operations, so the masses are
     bit-identical, at about one numpy call per tree instead of several per node.
     """
     X = np.asarray(X, dtype=np.float64)
@@ -272,88 +272,6 @@ def leaf_masses(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarra
     for d in range(depth):
         mass = mass * F[:, idx[:, d]]
     return np.array(leaves, dtype=np.int64), mass
-
-
-def _leaf_masses_per_node(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarray]:
-    """Probability mass of every row at every leaf, one numpy pass per node (the reference
-    :func:`leaf_masses` is tested against: both give bit-identical masses).
-
-    Parameters
-    ----------
-    tree : Tree
-    X : ndarray (n_rows, n_features)
-        Normalised features (the tree's inputs).
-    sigma : float or ndarray (n_features,)
-        Kernel standard deviation per attribute (see :func:`kernel_sigma`); 0 = hard test.
-
-    Returns
-    -------
-    leaves : ndarray (n_leaves,)
-        Leaf node indices (pre-order).
-    mass : ndarray (n_rows, n_leaves)
-        Each row sums to 1 (up to rounding).
-    """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != tree.n_features:
-        raise TreegenError(f"expected {tree.n_features} features, got array of shape {X.shape}")
-    sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (tree.n_features,))
-    if np.any(~np.isfinite(sig)) or np.any(sig < 0):
-        raise TreegenError("kernel widths must be finite and >= 0")
-    n = X.shape[0]
-    W, T, L, R = tree.weights, tree.threshold, tree.left, tree.right
-    leaves: list[int] = []
-    columns: list[np.ndarray] = []
-    one = np.ones(n)
-    # stack entries: node, mass from oblique tests, {attr: (lo, hi, factor)} for axis tests
-    stack: list[tuple[int, np.ndarray, dict]] = [(0, one, {})]
-    while stack:
-        node, rest, limits = stack.pop()
-        if L[node] == LEAF:
-            mass = rest
-            for _lo, _hi, factor in limits.values():
-                mass = mass * factor
-            leaves.append(node)
-            columns.append(mass)
-            continue
-        w = W[node]
-        nz = np.flatnonzero(w)
-        left_l, right_l = limits, limits
-        left_rest = right_rest = rest
-        if nz.size == 0:
-            go_left = 0.0 <= T[node]
-            left_rest = rest if go_left else rest * 0.0
-            right_rest = rest * 0.0 if go_left else rest
-        elif nz.size == 1:
-            a = int(nz[0])
-            c = float(w[a])
-            b = float(T[node]) / c
-            lo, hi, _ = limits.get(a, (-math.inf, math.inf, None))
-            if c > 0:   # left: x_a <= b
-                l_int, r_int = (lo, min(hi, b)), (max(lo, b), hi)
-            else:       # left: x_a >= b (equality goes left: x_a == b gives c*x_a == theta)
-                l_int, r_int = (max(lo, b), hi), (lo, min(hi, b))
-            xa = X[:, a]
-            s = float(sig[a])
-            if c < 0:   # the interval test is lo < x <= hi; mirror so that the boundary goes left
-                lm = _interval_mass(-xa, -l_int[1], -l_int[0], s)
-                rm = _interval_mass(-xa, -r_int[1], -r_int[0], s)
-            else:
-                lm = _interval_mass(xa, *l_int, s)
-                rm = _interval_mass(xa, *r_int, s)
-            left_l = {**limits, a: (l_int[0], l_int[1], lm)}
-            right_l = {**limits, a: (r_int[0], r_int[1], rm)}
-        else:
-            proj = X @ w
-            s = math.sqrt(float(np.sum((w * sig) ** 2)))
-            if s > 0:
-                p_left = phi((T[node] - proj) / s)
-            else:
-                p_left = (proj <= T[node]).astype(np.float64)
-            left_rest = rest * p_left
-            right_rest = rest * (1.0 - p_left)
-        stack.append((int(R[node]), right_rest, right_l))
-        stack.append((int(L[node]), left_rest, left_l))
-    return np.array(leaves, dtype=np.int64), np.column_stack(columns)
 
 
 def vicinal_losses(tree: Tree, X: np.ndarray, y: np.ndarray, sigma) -> np.ndarray:
