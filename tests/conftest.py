@@ -19,7 +19,15 @@ REPO = Path(__file__).resolve().parents[1]
 if "TREEGEN_CACHE" not in os.environ:
     os.environ["TREEGEN_CACHE"] = tempfile.mkdtemp(prefix="treegen-test-cache-")
 SHARED = REPO.parent / "shared"
+
 DATASETS = SHARED / "datasets"
+
+# The signal tests stand for Ctrl-C in a terminal, where SIGINT has its default action. A run started
+# in the background by a non-interactive shell (`cmd &`, nohup) inherits SIGINT *ignored*, and every
+# child process (treegen, like any Unix program) keeps an ignored SIGINT ignored: give the children
+# the default (a Python handler here becomes SIG_DFL across exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
