@@ -19,7 +19,6 @@ REPO = Path(__file__).resolve().parents[1]
 if "TREEGEN_CACHE" not in os.environ:
     os.environ["TREEGEN_CACHE"] = tempfile.mkdtemp(prefix="treegen-test-cache-")
 SHARED = REPO.parent / "shared"
-
 DATASETS = SHARED / "datasets"
 
 # The signal tests stand for Ctrl-C in a terminal, where SIGINT has its default action. A run started
