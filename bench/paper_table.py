@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -62,7 +63,8 @@ def run_compare(datasets: list[str], params: dict, a, out: Path) -> dict:
     """``treegen compare`` on the datasets; returns its JSON result."""
     params_file = Path(f"{out}.params.json")
     params_file.write_text(json.dumps(params, indent=1) + "\n")
-    cmd = [sys.executable, "-m", "treegen", "compare", *datasets, "--data-dir", str(SHARED / "datasets"),
+    # the datasets folder relative to where the bench runs, so the recorded command names no machine path
+    cmd = [sys.executable, "-m", "treegen", "compare", *datasets, "--data-dir", os.path.relpath(SHARED / "datasets"),
            "--algos", ",".join(params), "--params", str(params_file), "--folds", str(a.folds),
            "--repeats", str(a.repeats), "--seed", str(a.seed), "--json", f"{out}.compare.json",
            "--markdown", f"{out}.compare.md", "--results", a.results or f"{out}.tasks.jsonl"]
