@@ -75,6 +75,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.rng import Pcg32, take_u32
 from treegen.core.tree import LEAF, Tree
+from treegen.learn.inducers import cart
 
 W_ONE = 1 << 15
 W_MAX = W_ONE - 1
@@ -105,8 +106,7 @@ class DEPDTParams:
             if not cond:
                 raise TreegenError(f"DE-PDT: {msg}")
 
-        def is_int(v) -> bool:
-            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        is_int = cart._is_int
 
         check(is_int(self.population) and self.population >= 4,
               f"population must be an integer >= 4 (DE/rand/1 needs 3 others), got {self.population!r}")

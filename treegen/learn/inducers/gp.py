@@ -43,6 +43,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.tree import LEAF, Tree
 from treegen.learn import vicinal
+from treegen.learn.inducers import cart
 
 Q15_ONE = 32768
 MAX_REDRAWS = 8
@@ -65,8 +66,7 @@ class GPParams:
             if not cond:
                 raise TreegenError(f"GP: {msg}")
 
-        def is_int(v) -> bool:
-            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        is_int = cart._is_int
 
         check(is_int(self.population) and self.population >= 4,
               f"population must be an integer >= 4, got {self.population!r}")
