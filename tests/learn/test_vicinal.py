@@ -171,24 +171,8 @@ def random_tree(rng: np.random.Generator, n_features: int, depth: int) -> Tree:
 
 
 def _leaf_masses_per_node(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarray]:
-    """Probability mass of every row at every leaf, one numpy pass per node (the reference
-    ``vicinal.leaf_masses`` is tested against: both give bit-identical masses).
-
-    Parameters
-    ----------
-    tree : Tree
-    X : ndarray (n_rows, n_features)
-        Normalised features (the tree's inputs).
-    sigma : float or ndarray (n_features,)
-        Kernel standard deviation per attribute (see :func:`kernel_sigma`); 0 = hard test.
-
-    Returns
-    -------
-    leaves : ndarray (n_leaves,)
-        Leaf node indices (pre-order).
-    mass : ndarray (n_rows, n_leaves)
-        Each row sums to 1 (up to rounding).
-    """
+    """``vicinal.leaf_masses`` (same arguments and result), one numpy pass per node: the recursion
+    the vectorised version replaced, kept as its oracle."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != tree.n_features:
         raise TreegenError(f"expected {tree.n_features} features, got array of shape {X.shape}")
