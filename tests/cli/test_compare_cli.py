@@ -127,6 +127,11 @@ def test_compare_on_a_cluster_equals_local_and_survives_a_killed_worker(cluster,
     assert again.returncode == 0, again.stderr
     c = json.loads((tmp_path / "remote.json").read_text())
     assert c["n_tasks_run"] == 0 and c["records"] == b["records"]
+    # the compute behind the table is kept: the tasks' own times, from the results file
+    assert c["task_seconds"] == b["task_seconds"] == pytest.approx(
+        sum(r["train_seconds"] + r.get("measure_seconds", 0.0) for r in b["records"]))
+    assert b["task_seconds"] > 0
+    assert f"times sum to {c['task_seconds']:.0f} s" in again.stdout
 
 
 def test_cv_on_the_cluster_equals_local(cluster, tmp_path):

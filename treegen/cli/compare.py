@@ -127,7 +127,8 @@ def render_markdown(result: dict) -> str:
     out = [f"# treegen compare: {len(names)} method(s) on {len(datasets)} dataset(s)", "",
            f"{result['folds']}-fold stratified CV x {result['repeats']} repetition(s), seed {result['seed']}; "
            f"{result['n_tasks']} tasks ({result['n_tasks_run']} run now, the rest from the results file); "
-           f"wall time {result['wall_seconds']:.0f} s on {result['cluster']}.", "",
+           f"wall time {result['wall_seconds']:.0f} s on {result['cluster']}; the tasks' fit and measure "
+           f"times sum to {result['task_seconds']:.0f} s.", "",
            f"Command: `{result['command']}`", "", "Methods:", ""]
     for name, m in result["methods"].items():
         params = ", ".join(f"{k}={v}" for k, v in m["params"].items())

@@ -555,7 +555,9 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     cluster is up; ``on_result(record)`` as each task finishes.
 
     Returns ``{"methods", "folds", "repeats", "seed", "cluster", "n_tasks", "n_tasks_run",
-    "wall_seconds", "summary", "records"}`` (accuracies as fractions 0..1; :func:`summarize`).
+    "wall_seconds", "task_seconds", "summary", "records"}`` (accuracies as fractions 0..1; :func:`summarize`;
+    ``task_seconds``: the fit and measure times of all the tasks summed, those of the results file
+    included — the compute behind the table, wherever and whenever it ran).
     """
     tasks = plan(data, methods, folds=folds, repeats=repeats, seed=seed)
     store = ResultsFile(results)
@@ -586,6 +588,7 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
         records = [{k: v for k, v in r.items() if k not in FLASH_FIELDS} for r in records]
     return {"methods": method_params(methods), "folds": folds, "repeats": repeats, "seed": seed, "cluster": cluster,
             "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,
+            "task_seconds": sum(float(r.get(f) or 0.0) for r in records for f in TIMING_FIELDS),
             "summary": summarize(records, [d.name for d in data], methods), "records": records}
 
 
