@@ -3,8 +3,8 @@
 #
 #   bash bench/build_efti_reference.sh GIT_DIR OUT_DIR [--test-fold-fix]
 #
-# GIT_DIR  a clone or bare mirror of github.com/bogdanvuk/efti (e.g. the one `fetch` brings to
-#          /work/.mirror/bogdanvuk+efti/repo). Nothing of it is copied into treegen: it is built in OUT_DIR.
+# GIT_DIR  a clone or bare mirror of github.com/bogdanvuk/efti (`git clone --bare URL efti.git`).
+#          Nothing of it is copied into treegen: it is built in OUT_DIR.
 # OUT_DIR  where the sources are exported and built; the binary is OUT_DIR/rel/efti.
 #
 # Files whose blobs the mirror lacks (the large bank and shuttle datasets) are skipped and their
