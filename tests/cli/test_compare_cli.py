@@ -132,6 +132,8 @@ def test_compare_on_a_cluster_equals_local_and_survives_a_killed_worker(cluster,
         sum(r["train_seconds"] + r.get("measure_seconds", 0.0) for r in b["records"]))
     assert b["task_seconds"] > 0
     assert f"times sum to {c['task_seconds']:.0f} s" in again.stdout
+    assert f"{c['n_tasks']} tasks, all from the results file (none run now)" in again.stdout
+    assert "wall time" not in again.stdout and c["cluster"].startswith("no cluster")
 
 
 def test_cv_on_the_cluster_equals_local(cluster, tmp_path):

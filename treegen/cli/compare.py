@@ -124,11 +124,14 @@ def render_markdown(result: dict) -> str:
     names, datasets, cells = s["methods"], s["datasets"], s["cells"]
     head = "| dataset | " + " | ".join(names) + " |"
     rule = "|---|" + "---|" * len(names)
+    if result["n_tasks_run"]:
+        ran = (f"{result['n_tasks']} tasks ({result['n_tasks_run']} run now, the rest from the results file); "
+               f"wall time {result['wall_seconds']:.0f} s on {result['cluster']}")
+    else:   # no cluster was started: a wall time of 0 s would describe nothing
+        ran = f"{result['n_tasks']} tasks, all from the results file (none run now)"
     out = [f"# treegen compare: {len(names)} method(s) on {len(datasets)} dataset(s)", "",
            f"{result['folds']}-fold stratified CV x {result['repeats']} repetition(s), seed {result['seed']}; "
-           f"{result['n_tasks']} tasks ({result['n_tasks_run']} run now, the rest from the results file); "
-           f"wall time {result['wall_seconds']:.0f} s on {result['cluster']}; the tasks' fit and measure "
-           f"times sum to {result['task_seconds']:.0f} s.", "",
+           f"{ran}; the tasks' fit and measure times sum to {result['task_seconds']:.0f} s.", "",
            f"Command: `{result['command']}`", "", "Methods:", ""]
     for name, m in result["methods"].items():
         params = ", ".join(f"{k}={v}" for k, v in m["params"].items())

@@ -579,8 +579,10 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
                 if on_result is not None:
                     on_result(rec)
             run_tasks(client, pending, data, measure=measure, on_result=got)
-    elif on_start is not None:
-        on_start(len(tasks), len(done), 0)
+    else:
+        cluster = "no cluster (every task from the results file)"
+        if on_start is not None:
+            on_start(len(tasks), len(done), 0)
     wall = time.perf_counter() - t0
     # names come from this run (a record is found by what its result depends on, not by the names)
     records = [{**store.records[t.key], "dataset": t.dataset, "method": t.method} for t in tasks]
