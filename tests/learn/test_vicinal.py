@@ -173,12 +173,7 @@ def random_tree(rng: np.random.Generator, n_features: int, depth: int) -> Tree:
 def _leaf_masses_per_node(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarray]:
     """``vicinal.leaf_masses`` (same arguments and result), one numpy pass per node: the recursion
     the vectorised version replaced, kept as its oracle."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != tree.n_features:
-        raise TreegenError(f"expected {tree.n_features} features, got array of shape {X.shape}")
-    sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (tree.n_features,))
-    if np.any(~np.isfinite(sig)) or np.any(sig < 0):
-        raise TreegenError("kernel widths must be finite and >= 0")
+    X, sig = vicinal.checked_rows_and_widths(tree, X, sigma)
     n = X.shape[0]
     W, T, L, R = tree.weights, tree.threshold, tree.left, tree.right
     leaves: list[int] = []

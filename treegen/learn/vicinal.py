@@ -117,6 +117,18 @@ def _interval_mass(x: np.ndarray, lo: float, hi: float, sigma: float) -> np.ndar
     return np.clip(upper - lower, 0.0, 1.0)
 
 
+def checked_rows_and_widths(tree: Tree, X, sigma) -> tuple[np.ndarray, np.ndarray]:
+    """``(X as float64, one kernel width per attribute)`` for :func:`leaf_masses`; a wrong number of
+    features or a width that is not finite and >= 0 raises :class:`TreegenError`."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != tree.n_features:
+        raise TreegenError(f"expected {tree.n_features} features, got array of shape {X.shape}")
+    sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (tree.n_features,))
+    if np.any(~np.isfinite(sig)) or np.any(sig < 0):
+        raise TreegenError("kernel widths must be finite and >= 0")
+    return X, sig
+
+
 def leaf_masses(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarray]:
     """Probability mass of every row at every leaf.
 
@@ -145,12 +157,7 @@ def leaf_masses(tree: Tree, X: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarra
     (``_leaf_masses_per_node`` in tests/learn/test_vicinal.py) — element-wise the same float operations, so the masses are
     bit-identical, at about one numpy call per tree instead of several per node.
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != tree.n_features:
-        raise TreegenError(f"expected {tree.n_features} features, got array of shape {X.shape}")
-    sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (tree.n_features,))
-    if np.any(~np.isfinite(sig)) or np.any(sig < 0):
-        raise TreegenError("kernel widths must be finite and >= 0")
+    X, sig = checked_rows_and_widths(tree, X, sigma)
     n = X.shape[0]
     W, T, L, R = tree.weights, tree.threshold, tree.left, tree.right
     # factor columns: 0 = ones (padding), 1 = zeros (hard zero-weight test); then one column per
