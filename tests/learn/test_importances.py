@@ -3,20 +3,13 @@
 import numpy as np
 import pytest
 
+from tests.learn.fast_settings import FAST as FAST_SETTINGS
 from treegen import ALGORITHMS, CARTClassifier, EFTIClassifier, RFClassifier, make_estimator
 from treegen.core.errors import DataError
 from treegen.core.tree import LEAF, Tree
 
-FAST = {
-    "efti": {"max_iter": 400, "engine": "python"},
-    "cart": {},
-    "de-pdt": {"generations": 20, "population": 8, "height": 3, "engine": "python"},
-    "de-cart": {"generations": 4, "population": 6, "max_depth": 3},
-    "de-id3": {"generations": 4, "population": 6, "max_depth": 3},
-    "id3": {},
-    "gp": {"max_iter": 60, "population": 12, "risk": "empirical"},
-    "rf": {"n_trees": 3, "max_depth": 3},
-}
+# EFTI with 400 iterations here (this file's trees; the shared setting has 300)
+FAST = {**FAST_SETTINGS, "efti": {"max_iter": 400, "engine": "python"}}
 
 
 def _data(n=120, seed=3):

@@ -4,21 +4,11 @@
 import numpy as np
 import pytest
 
+from tests.learn.fast_settings import FAST
 from treegen import ALGORITHMS, make_estimator
 from treegen.core.model import Model
 from treegen.learn.cv import cross_validate
 
-# small settings per algorithm (fast; the point is the seed, not the tree's quality)
-FAST = {
-    "efti": {"max_iter": 300, "engine": "python"},
-    "cart": {},
-    "de-pdt": {"generations": 20, "population": 8, "height": 3, "engine": "python"},
-    "de-cart": {"generations": 4, "population": 6, "max_depth": 3},
-    "de-id3": {"generations": 4, "population": 6, "max_depth": 3},
-    "id3": {},
-    "gp": {"max_iter": 60, "population": 12, "risk": "empirical"},
-    "rf": {"n_trees": 3, "max_depth": 3},
-}
 STOCHASTIC = ("efti", "de-pdt", "de-cart", "de-id3", "gp", "rf")
 
 
