@@ -138,27 +138,29 @@ def main(argv=None) -> int:
                 t_host, i_host = engine.induce(X / 32768.0, y, C, run_params, seed=a.seed)
                 identical = tree.equals(t_host) and res.fitness == i_host["fitness_int"]
                 fw_target = get_target(target)
+
+                def probe(suffix, **flag):
+                    """The same training on a build with one instrumentation flag: (result, profile,
+                    whether it trained the same tree to the same fitness)."""
+                    _, pres, _, prof, ptree, _ = run_build(model, target, replace(fw.spec, **flag),
+                                                           Path(f"{base}-{suffix}"), X, y, C, a.seed, a.iters)
+                    return pres, prof, ptree.equals(t_host) and pres.fitness == res.fitness
+
                 phases = None
                 if not a.no_profile:
-                    pspec = replace(fw.spec, profile=True)
-                    _, pres, _, prof, ptree, _ = run_build(model, target, pspec, Path(str(base) + "-profile"), X, y,
-                                                           C, a.seed, a.iters)
-                    identical = identical and ptree.equals(t_host) and pres.fitness == res.fitness
+                    pres, prof, same = probe("profile", profile=True)
+                    identical = identical and same
                     if prof is not None:
                         phases = {p: round(prof[p] / max(1, pres.iterations), 1) for p in PROFILE_PHASES}
                 dot = None
                 if a.dot_cost:
-                    dspec = replace(fw.spec, dot_probe=True)
-                    _, dres, _, _, dtree, _ = run_build(model, target, dspec, Path(str(base) + "-dot"), X, y, C,
-                                                        a.seed, a.iters)
-                    identical = identical and dtree.equals(t_host) and dres.fitness == res.fitness
+                    dres, _, same = probe("dot", dot_probe=True)
+                    identical = identical and same
                     dot = round(dres.per_iteration - res.per_iteration, 1)
                 retest = None
                 if a.retest_cost:
-                    rspec = replace(fw.spec, retest_probe=True)
-                    _, rres, _, _, rtree, _ = run_build(model, target, rspec, Path(str(base) + "-retest"), X, y, C,
-                                                        a.seed, a.iters)
-                    identical = identical and rtree.equals(t_host) and rres.fitness == res.fitness
+                    rres, _, same = probe("retest", retest_probe=True)
+                    identical = identical and same
                     retest = round(rres.per_iteration - res.per_iteration, 1)
                 ok = ok and identical
                 row = {"dataset": ds, "rows": n, "attributes": A, "classes": C, "build": item, "target": target,
