@@ -8,7 +8,8 @@ Usage::
                                        [--out bench/results/efti_vicinal_bench]
 
 Stratified K-fold CV (the folds of ``treegen.learn.cv``, seed 1), the SAME fold and seed for both
-risks, both on the Python engine (the native engine does not implement the vicinal risk). Reports
+risks, both on the Python engine (results recorded before the integer vicinal recursion of
+``treegen.learn.vicinal_q16`` used the float64 risk; the native engine now gives the same trees). Reports
 mean test accuracy and leaves per dataset and risk, and how many folds each risk wins. The
 datasets default to the ten of ``bench/paper_table.py``.
 

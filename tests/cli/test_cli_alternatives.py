@@ -51,6 +51,16 @@ def test_fit_gp_vicinal_and_empirical(data, tmp_path, capsys):
         assert load(tmp_path / f"gp-{risk}.json").metadata["risk"] == risk
 
 
+def test_fit_efti_vicinal_native_equals_python(data, tmp_path, capsys):
+    trees = {}
+    for engine in ("native", "python"):
+        code, out, err = run_cli(capsys, ["fit", data, "--algo", "efti", "--risk", "vicinal", "--engine", engine,
+                                          "--max-iter", "300", "--seed", "3", "-o", tmp_path / f"{engine}.json", "-q"])
+        assert code == 0, err
+        trees[engine] = load(tmp_path / f"{engine}.json").trees[0]
+    assert trees["native"].equals(trees["python"])
+
+
 @pytest.mark.parametrize("argv, match", [
     (["--algo", "cart", "--risk", "vicinal"], "--risk does not apply to --algo cart"),
     (["--algo", "rf", "--risk", "vicinal"], "--risk does not apply to --algo rf"),
@@ -63,7 +73,6 @@ def test_fit_gp_vicinal_and_empirical(data, tmp_path, capsys):
     (["--algo", "rf", "--max-features", "0"], "must be at least 1"),
     (["--algo", "rf", "--max-features", "half"], "sqrt, log2, all or an integer"),
     (["--algo", "cart", "--jobs", "2"], "--jobs does not apply to --algo cart"),
-    (["--algo", "efti", "--risk", "vicinal", "--engine", "native"], "native EFTI engine does not implement"),
 ])
 def test_bad_input_is_one_line_exit_2(data, tmp_path, capsys, argv, match):
     assert_user_error(capsys, ["fit", data, *argv, "--max-iter", "5", "-o", tmp_path / "m.json"]

@@ -22,6 +22,8 @@ from treegen.core.native import STRICT_CFLAGS as STRICT_FLAGS  # noqa: F401 - th
 from treegen.core.native import NativeKernel
 from treegen.core.rng import prob_u32
 from treegen.core.tree import LEAF, Tree
+from treegen.learn import vicinal as vicinal_risk
+from treegen.learn import vicinal_q16
 from treegen.learn.inducers.efti import (EXP_STEPS, MAX_COEF_MUTATIONS, W_ONE, EFTIParams, FitnessTables,
                                          check_inputs, fit_info, topology_thresholds)
 
@@ -49,7 +51,7 @@ def max_coef_mutations(max_depth: int, n_attr: int, coefficient_mutation_rate: f
 
 
 def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: bool = True,
-                 dsp: bool = True, coefficient_mutation_rate: float | None = None) -> dict:
+                 dsp: bool = True, coefficient_mutation_rate: float | None = None, vicinal: bool = False) -> dict:
     max_nodes = (1 << (max_depth + 1)) - 1
     if max_nodes > 32767:
         raise TreegenError(f"EFTI engine: max_depth {max_depth} needs {max_nodes} nodes (int16 node index)")
@@ -66,6 +68,9 @@ def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: b
         # ~(depth + 1) * 8 bytes per row, so device builds, which size their own engine, leave it off)
         "window": bool(partial) and _round_up_pow2(n, 1024) <= 65536,
         "max_coef_mut": max_coef_mutations(max_depth, (n_attr + 7) // 8 * 8, coefficient_mutation_rate),
+        # the vicinal risk (TG_EFTI_VICINAL, treegen.learn.vicinal_q16) is built only when asked for:
+        # the empirical engine's source stays what it was
+        **({"vicinal": True, "phi": [int(v) for v in vicinal_q16.phi_table()]} if vicinal else {}),
     }
 
 
@@ -127,17 +132,29 @@ def config_tables(params: EFTIParams, n_classes: int, sizes: dict) -> dict:
 
 
 def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | None = None, *, seed: int = 0,
-           callback=None) -> tuple[Tree, dict]:
-    """Same contract (and, for the same seed, the same tree) as :func:`treegen.learn.inducers.efti.induce`."""
+           callback=None, risk: str = "empirical",
+           vicinity_sigma2: float = vicinal_risk.DEFAULT_SIGMA2) -> tuple[Tree, dict]:
+    """Same contract (and, for the same seed, the same tree) as :func:`treegen.learn.inducers.efti.induce`,
+    ``risk='vicinal'`` included (at most 65535 rows then: the integer fitness stays within 64 bits)."""
     params = (params or EFTIParams()).validate()
+    vicinal = vicinal_risk.check_risk(risk) == "vicinal"
     X, Xq, y = check_inputs(X, y)
     if n_classes > 255:
         raise TreegenError(f"the native EFTI engine supports at most 255 classes, got {n_classes}")
     n, A = Xq.shape
+    if vicinal and n > 65535:
+        raise TreegenError(f"the native EFTI engine's vicinal risk supports at most 65535 rows, got {n} "
+                           f"(use engine='python')")
     sizes = engine_sizes(n, A, n_classes, params.max_depth, params.partial_reclassification,
-                         coefficient_mutation_rate=params.coefficient_mutation_rate)
+                         coefficient_mutation_rate=params.coefficient_mutation_rate, vicinal=vicinal)
     lib = KERNEL.load(render_engine(sizes))
     Data, Config, TreeOut = _structs(sizes)
+    sigma_q15 = None
+    if vicinal:
+        sigma_q15 = np.ascontiguousarray(vicinal_q16.sigma_q15(X, vicinity_sigma2), dtype=np.uint16)
+        lib.tg_efti_vicinal.argtypes = [ctypes.POINTER(ctypes.c_uint16)]
+        lib.tg_efti_vicinal.restype = None
+        lib.tg_efti_vicinal(sigma_q15.ctypes.data_as(ctypes.POINTER(ctypes.c_uint16)))
     lib.tg_efti_init.argtypes = [ctypes.POINTER(Config), ctypes.POINTER(Data)]
     lib.tg_efti_step.argtypes = [ctypes.c_uint32]
     lib.tg_efti_best.argtypes = [ctypes.POINTER(TreeOut)]
@@ -165,7 +182,7 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
         raise TreegenError(f"the native EFTI engine rejected the data (error {rc})")
     out = TreeOut()
     done = 0
-    fit_scale = n * float(1 << 32)
+    fit_scale = n * float(1 << 32) * (vicinal_q16.Q16_ONE if vicinal else 1)
     if callback:
         lib.tg_efti_best(ctypes.byref(out))
         callback(0, out.fitness / fit_scale, _leaves(out), out.hits / n)
@@ -193,6 +210,12 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     tree = tree_from_result(out, A, n_classes).refit_counts(X, y, relabel=False).validate()
     info = fit_info(out.fitness, n, out.iterations, elapsed, params, rerouted.value, evals.value)
     info["engine"] = "native"
+    if vicinal:
+        info["fitness"] = out.fitness / fit_scale
+        info["risk"] = "vicinal"
+        info["vicinity_sigma2"] = float(vicinity_sigma2)
+        info["training_vicinal_risk"] = vicinal_risk.vicinal_risk(
+            tree, X, y, vicinal_risk.kernel_sigma(X, vicinity_sigma2))
     return tree, info
 
 

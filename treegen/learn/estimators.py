@@ -85,8 +85,9 @@ class EFTIClassifier(TreeClassifier):
     risk : {'empirical', 'vicinal'}
         What the fitness rewards: correctly classified rows (EFTI) or each row's probability of
         being classified correctly under a Gaussian kernel (vicinal risk, Cao & Rockett 2015; see
-        :mod:`treegen.learn.vicinal`); the size penalty is kept. ``vicinal`` runs on the Python
-        engine (``engine='native'`` refuses it).
+        :mod:`treegen.learn.vicinal`, computed in integers by :mod:`treegen.learn.vicinal_q16`); the
+        size penalty is kept. Both engines implement it, with identical results (the native one for at
+        most 65535 rows).
     vicinity_sigma2 : float or 'auto'
         Kernel variance per attribute variance (default 0.1, the paper's); ``'auto'`` chooses it
         from (0.001, 0.01, 0.1, 1) by 3-fold inner cross-validation.
@@ -122,23 +123,23 @@ class EFTIClassifier(TreeClassifier):
         if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
             return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
         vicinal_risk, auto = {}, {}
+        engine = resolve_engine(self.engine)
         if self.risk != "empirical":
             from treegen.learn import vicinal
 
             vicinal.check_risk(self.risk)
             vicinal.check_sigma2(self.vicinity_sigma2)
-            resolve_engine(self.engine)
-            if self.engine == "native":
-                raise TreegenError("the native EFTI engine does not implement risk='vicinal' "
-                                   "(use engine='python' or 'auto')")
             sigma2, auto = _resolve_sigma2(self, X, y, n_classes, seed)
             vicinal_risk = {"risk": self.risk, "vicinity_sigma2": sigma2}
-        elif resolve_engine(self.engine) == "native":
+            if self.engine == "auto" and X.shape[0] > 65535:     # beyond the native vicinal risk's rows
+                engine = "python"
+        if engine == "native":
             from treegen.learn import engine as native
 
-            return native.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
-        tree, info = efti.induce(X, y, n_classes, params, seed=seed, callback=self.callback, **vicinal_risk)
-        info["engine"] = "python"
+            tree, info = native.induce(X, y, n_classes, params, seed=seed, callback=self.callback, **vicinal_risk)
+        else:
+            tree, info = efti.induce(X, y, n_classes, params, seed=seed, callback=self.callback, **vicinal_risk)
+            info["engine"] = "python"
         info.update(auto)
         return tree, info
 

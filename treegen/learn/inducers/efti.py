@@ -71,7 +71,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.rng import Pcg32, prob_u32
 from treegen.core.tree import LEAF, Tree
-from treegen.learn import vicinal
+from treegen.learn import vicinal, vicinal_q16
 
 W_ONE = 1 << 15            # weight / input unit (Q15)
 W_MAX = W_ONE - 1          # saturation of weights
@@ -219,7 +219,7 @@ class Evolver:
         self.partial = False
         self.stats = {"rerouted": 0, "evaluations": 0}
         self.vicinal_sigma = None     # per-attribute kernel widths when the fitness uses the vicinal risk
-        self.X01 = self.X / W_ONE
+        self.vicinal_sigma_q15 = self.vicinal_phi = self.Xq_int = None   # ... and its integer form
         self._structure()
 
     # ------------------------------------------------------------------ node pool
@@ -342,33 +342,12 @@ class Evolver:
         present = len(set(dom.tolist())) if self.p.missing_weight else self.C
         if self.vicinal_sigma is not None:
             # vicinal risk replaces accuracy: "hits" = sum of the rows' probabilities of being
-            # classified correctly, in units of 2**-16 (an integer, as the rest of the fitness)
-            correct = self.n - float(np.sum(vicinal.vicinal_losses(self._current_tree(dom), self.X01, self.y,
-                                                                    self.vicinal_sigma)))
-            return self.tables.fitness(round(correct * VICINAL_ONE), len(self.leaves), present), hits, dom
+            # classified correctly, in units of 2**-16, by the integer recursion the C engine runs
+            correct = vicinal_q16.correct_mass(self.W, self.T, self.L, self.R, self.root,
+                                               dict(zip(self.leaves, dom.tolist())), self.Xq_int, self.y,
+                                               self.vicinal_sigma_q15, self.vicinal_phi)
+            return self.tables.fitness(correct, len(self.leaves), present), hits, dom
         return self.tables.fitness(hits, len(self.leaves), present), hits, dom
-
-    def _current_tree(self, dom: np.ndarray) -> Tree:
-        """The current (possibly mutated, in place) individual as a Tree with leaf classes ``dom``."""
-        order: list[int] = []
-        stack = [self.root]
-        L, R = self.L, self.R
-        while stack:
-            k = stack.pop()
-            order.append(k)
-            if L[k] != LEAF:
-                stack.append(int(R[k]))
-                stack.append(int(L[k]))
-        index = np.full(self.cap, LEAF, dtype=np.int64)
-        index[order] = np.arange(len(order))
-        o = np.array(order, dtype=np.int64)
-        internal = L[o] != LEAF
-        left = np.where(internal, index[np.maximum(L[o], 0)], LEAF)
-        right = np.where(internal, index[np.maximum(R[o], 0)], LEAF)
-        leaf_class = np.zeros(o.size, dtype=np.int64)
-        leaf_class[index[self.leaves_arr]] = dom
-        return Tree(self.W[o] / W_ONE, self.T[o] / T_ONE, left, right, leaf_class,
-                    np.zeros((o.size, self.C), dtype=np.int64))
 
     def evaluate_current(self) -> None:
         """(Re)compute everything about the current individual from scratch."""
@@ -653,8 +632,9 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     risk : ``'empirical'`` (the fitness counts correctly classified rows) or ``'vicinal'`` (it counts
         each row's probability of being classified correctly under a Gaussian kernel of variance
         ``vicinity_sigma2`` per attribute variance, :mod:`treegen.learn.vicinal`; the size and
-        missing-class factors are kept). The vicinal fitness is ``round(65536 * sum_i (1 - loss_i))
-        * PEN * MISS``, an integer like the empirical one.
+        missing-class factors are kept). The vicinal fitness is ``(sum_i correct_i) * PEN * MISS``
+        with ``correct_i`` a row's Q16 probability of correct classification by the integer recursion
+        of :mod:`treegen.learn.vicinal_q16` (the one the C engine runs), an integer like the empirical one.
 
     Returns
     -------
@@ -668,6 +648,9 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     unit = 1
     if risk == "vicinal":
         ev.vicinal_sigma = vicinal.kernel_sigma(X, vicinity_sigma2)
+        ev.vicinal_sigma_q15 = vicinal_q16.sigma_q15(X, vicinity_sigma2)
+        ev.vicinal_phi = vicinal_q16.phi_table()
+        ev.Xq_int = Xq.astype(np.int64)
         unit = VICINAL_ONE
     ev.init_root()
     ev.evaluate_current()
