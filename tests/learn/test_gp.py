@@ -8,6 +8,7 @@ from conftest import load_shared
 
 from treegen import GPClassifier
 from treegen.core.errors import TreegenError
+from treegen.core.rng import Pcg32
 from treegen.learn.inducers import gp
 
 
@@ -27,7 +28,7 @@ def _problem(seed=0, n=120, A=4, C=3, max_depth=6):
     y = rng.integers(0, C, n)
     params = gp.GPParams(max_depth=max_depth, init_max_depth=4, risk="empirical")
     prob = gp._Problem(X, y, C, params)
-    return prob, gp._Ops(prob, np.random.Generator(np.random.PCG64(seed)))
+    return prob, gp._Ops(prob, Pcg32(seed))
 
 
 def test_operators_keep_trees_valid_and_within_the_depth_limit():
@@ -35,7 +36,7 @@ def test_operators_keep_trees_valid_and_within_the_depth_limit():
     pop = ops.ramped_half_and_half(40)
     assert {gp.genome_depth(g) for g in pop} >= {1, 4}          # ramped depths, full and grow
     for _ in range(300):
-        a, b = pop[int(ops.rng.integers(40))], pop[int(ops.rng.integers(40))]
+        a, b = pop[ops.rng.below(40)], pop[ops.rng.below(40)]
         c1, c2 = ops.crossover(a, b)
         assert gp.is_valid(c1) and gp.is_valid(c2) and len(c1) + len(c2) == len(a) + len(b)
         for parent, c in ((a, c1), (b, c2)):
@@ -46,7 +47,7 @@ def test_operators_keep_trees_valid_and_within_the_depth_limit():
             internal = ~t.is_leaf
             # thresholds on Q15 midpoints: no grid input sits on one
             assert np.all((t.threshold[internal] * 32768) % 1 == 0.5)
-        pop[int(ops.rng.integers(40))] = kid
+        pop[ops.rng.below(40)] = kid
 
 
 def test_genome_to_tree_routes_like_the_genome():

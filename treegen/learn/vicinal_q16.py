@@ -104,3 +104,84 @@ def correct_mass(W: np.ndarray, T: np.ndarray, L: np.ndarray, R: np.ndarray, roo
         stack.append((int(R[k]), M - left))
         stack.append((int(L[k]), left))
     return total
+
+
+# ---------------------------------------------------------------------------------------- axis-parallel trees
+def axis_wrong_mass(genome: list, Xq: np.ndarray, y: np.ndarray, sig_q15: np.ndarray,
+                    phi: np.ndarray | None = None) -> int:
+    """Sum over the rows of the Q16 mass reaching leaves of another class than the row's, for an
+    axis-parallel tree with the paper's interval tracking (the GP's vicinal risk, its C twin in
+    ``templates/gp/tg_gp.c.j2``).
+
+    ``genome`` is the GP's pre-order node list: ``(attr, (k + 0.5) / 32768)`` for a test
+    ``x_attr <= (k + 0.5) / 32768`` (left when true), ``(-1, class)`` for a leaf. Everything is in units
+    of 2**-16 of the input: a row's value is ``2 xq``, a test's bound ``2k + 1``, a kernel width
+    ``2 sigma_q15``. Along a path each attribute is confined to an interval ``(lo, hi]`` (at first
+    unbounded); a test narrows the interval of its attribute on each side. The mass of an interval is
+    ``P(hi) - P(lo)`` with ``P(b) = p_left(b - 2 xq, 2 sigma_q15)`` (``P(+inf) = 65536``,
+    ``P(-inf) = 0``; an empty interval has mass 0), and a leaf's mass is the product of the intervals'
+    masses in the order their attributes were first tested on the path, each product rounded
+    ``(M * m + 2**15) >> 16``, starting from 65536.
+    """
+    phi = phi_table() if phi is None else phi
+    Xq = np.asarray(Xq, dtype=np.int64)
+    y = np.asarray(y, dtype=np.int64)
+    n = Xq.shape[0]
+    cache: dict[tuple[int, int], np.ndarray] = {}
+
+    def below(a: int, b: int) -> np.ndarray:          # P(x_a <= b / 65536) per row
+        v = cache.get((a, b))
+        if v is None:
+            v = cache[(a, b)] = p_left(b - 2 * Xq[:, a], 2 * int(sig_q15[a]), phi)
+        return v
+
+    def interval(a: int, lo, hi) -> np.ndarray:
+        if lo is not None and hi is not None and hi <= lo:
+            return np.zeros(n, dtype=np.int64)
+        upper = below(a, hi) if hi is not None else Q16_ONE
+        lower = below(a, lo) if lo is not None else 0
+        return np.broadcast_to(np.asarray(upper - lower, dtype=np.int64), (n,))
+
+    total = 0
+    # pre-order walk; each stack entry: node position, the path's intervals {attr: (lo, hi)} in first-use order
+    stack: list[tuple[int, dict]] = [(0, {})]
+    ends = _subtree_ends(genome)
+    while stack:
+        i, limits = stack.pop()
+        attr, value = genome[i]
+        if attr < 0:
+            wrong = y != int(value)
+            if np.any(wrong):
+                M = np.full(n, Q16_ONE, dtype=np.int64)
+                for a, (lo, hi) in limits.items():
+                    M = (M * interval(a, lo, hi) + (1 << 15)) >> 16
+                total += int(np.sum(M[wrong]))
+            continue
+        b = 2 * int(math.floor(value * 32768.0)) + 1
+        lo, hi = limits.get(attr, (None, None))
+        left = dict(limits)
+        left[attr] = (lo, b if hi is None else min(hi, b))
+        right = dict(limits)
+        right[attr] = (b if lo is None else max(lo, b), hi)
+        stack.append((ends[i + 1], right))
+        stack.append((i + 1, left))
+    return total
+
+
+def _subtree_ends(genome: list) -> list[int]:
+    """``ends[i]``: one past the subtree rooted at node ``i`` of a pre-order genome (``ends[len]`` = len)."""
+    m = len(genome)
+    ends = [0] * (m + 1)
+    ends[m] = m
+    stack: list[int] = []          # (node) whose subtree is still open, with its pending children count
+    need: list[int] = []
+    for i, (attr, _) in enumerate(genome):
+        stack.append(i)
+        need.append(2 if attr >= 0 else 0)
+        while stack and need[-1] == 0:
+            done = stack.pop()
+            need.pop()
+            ends[done] = i + 1
+            if need:
+                need[-1] -= 1
+    return ends

@@ -8,14 +8,17 @@ The GP of the vicinal-risk paper (shared/seeds/002_*.txt, section 3.2 and Table 
   random training rows, rounded down), so no Q15 input lies on a threshold and the exported C
   decides exactly as the tree.
 * **Initialisation**: ramped half-and-half over depths ``init_min_depth..init_max_depth``, half
-  "full" and half "grow" trees per depth (Poli, Langdon & McPhee, *A Field Guide to GP*). A new
-  test takes a random attribute and a threshold between two random training rows' values on it.
+  "full" and half "grow" trees per depth (Poli, Langdon & McPhee, *A Field Guide to GP*; a "grow"
+  node below the root is a leaf with probability 1/2). A new test takes a random attribute and a
+  threshold between two random training rows' values on it.
 * **Operators, always applied (PCGA: crossover and mutation probabilities 100 %)**: two parents
   -> point (subtree) crossover -> subtree mutation of each child (a random node replaced by a
   random "grow" subtree) -> node mutation of each child (a leaf gets another class; a test gets a
   new attribute and threshold, or a threshold moved by a Gaussian step of 0.1 of the attribute's
-  standard deviation). A child deeper than the static depth limit (``max_depth``, 10) is redrawn
-  (up to 8 times; then the parent is kept).
+  standard deviation: ``k += floor((5 * 2**16 + std_q15 * N) / (10 * 2**16))`` for the threshold
+  ``(k + 0.5) / 32768``, ``N`` an approximately normal Q16 draw, ``k`` kept in -1..32767). A child
+  deeper than the static depth limit (``max_depth``, 10) is redrawn (up to 8 times; then the parent
+  is kept).
 * **Steady state, multi-objective (PCGA, Kumar & Rockett 2002)**: objectives (training risk,
   node count); the Pareto rank of an individual is the number of population members that dominate
   it. Parents are chosen by binary tournaments on rank. The two children join the population if
@@ -23,13 +26,17 @@ The GP of the vicinal-risk paper (shared/seeds/002_*.txt, section 3.2 and Table 
   risk, then more nodes, then oldest) leave, so the population size stays fixed.
 * **Risk**: ``empirical`` (fraction misclassified, the paper's ERM) or ``vicinal`` (the mean
   probability of misclassification under Gaussian kernels, :mod:`treegen.learn.vicinal`; the
-  paper's VRM).
+  paper's VRM, with its tracking of the interval each attribute is confined to along a path),
+  both as integers: misclassified rows, or the rows' summed Q16 probability of misclassification
+  by :func:`treegen.learn.vicinal_q16.axis_wrong_mass`. The objectives are compared as integers.
 * **Result**: the member of the final Pareto front with the lowest training risk (ties: fewer
   nodes).
 
 One iteration = one pair of children (two risk evaluations). The paper ran 20 000 (2-D sets)
 to 1 000 000 iterations (200 000 for the UCI sets); treegen's default is 20 000.
-Deterministic: every random choice comes from ``numpy.random.Generator(PCG64(seed))``.
+Deterministic: every random choice is an integer draw of :class:`treegen.core.rng.Pcg32` (``below``,
+``chance``, ``normal_q16``), so the C engine (``templates/gp``, :mod:`treegen.learn.native_gp`)
+reproduces the run draw for draw and returns the identical tree.
 """
 
 from __future__ import annotations
@@ -41,12 +48,15 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.rng import Pcg32
 from treegen.core.tree import LEAF, Tree
-from treegen.learn import vicinal
+from treegen.learn import vicinal, vicinal_q16
 from treegen.learn.inducers import cart
 
 Q15_ONE = 32768
 MAX_REDRAWS = 8
+HALF_U32 = 1 << 31          # chance(HALF_U32): probability 1/2
+MAX_SEED = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -157,20 +167,24 @@ class _Problem:
         self.C = n_classes
         self.p = params
         self.Xq = np.rint(X * Q15_ONE).astype(np.int64)
-        self.std = X.std(axis=0)
-        self.sigma = vicinal.kernel_sigma(X, params.sigma2) if params.risk == "vicinal" else None
+        self.std_q15 = np.rint(X.std(axis=0) * Q15_ONE).astype(np.int64)
+        self.sigma_q15 = vicinal_q16.sigma_q15(X, params.sigma2) if params.risk == "vicinal" else None
+        self.phi = vicinal_q16.phi_table()
+        #: one risk unit: a misclassified row (empirical) or 2**-16 of one (vicinal)
+        self.unit = self.n * (vicinal_q16.Q16_ONE if params.risk == "vicinal" else 1)
         self.evaluations = 0
 
-    def risk(self, g: list) -> float:
+    def risk(self, g: list) -> int:
+        """The integer risk of genome ``g`` (risk = value / ``unit``)."""
         self.evaluations += 1
-        tree = to_tree(g, self.A, self.C)
         if self.p.risk == "vicinal":
-            return vicinal.vicinal_risk(tree, self.X, self.y, self.sigma)
-        return vicinal.empirical_risk(tree, self.X, self.y)
+            return vicinal_q16.axis_wrong_mass(g, self.Xq, self.y, self.sigma_q15, self.phi)
+        tree = to_tree(g, self.A, self.C)
+        return int(np.count_nonzero(tree.predict_index(self.X) != self.y))
 
 
 class _Ops:
-    def __init__(self, prob: _Problem, rng: np.random.Generator):
+    def __init__(self, prob: _Problem, rng: Pcg32):
         self.prob = prob
         self.rng = rng
 
@@ -178,15 +192,16 @@ class _Ops:
         """Between the values of two random training rows on ``attr``: ``(floor((q_i + q_j) / 2) + 0.5) / 32768``
         (a Q15 half-step). A threshold next to one row's value would put half of that row's kernel on
         each side (e.g. any split of a binary attribute), which the vicinal risk punishes."""
-        i, j = (int(v) for v in self.rng.integers(self.prob.n, size=2))
+        i = self.rng.below(self.prob.n)
+        j = self.rng.below(self.prob.n)
         return (((int(self.prob.Xq[i, attr]) + int(self.prob.Xq[j, attr])) >> 1) + 0.5) / Q15_ONE
 
     def test(self) -> tuple[int, float]:
-        attr = int(self.rng.integers(self.prob.A))
+        attr = self.rng.below(self.prob.A)
         return attr, self.threshold(attr)
 
     def leaf(self) -> tuple[int, float]:
-        return -1, float(self.rng.integers(self.prob.C))
+        return -1, float(self.rng.below(self.prob.C))
 
     def random_tree(self, depth: int, full: bool) -> list:
         """'full' (every branch to ``depth``) or 'grow' (leaves anywhere above ``depth``)."""
@@ -194,7 +209,7 @@ class _Ops:
         stack = [0]
         while stack:
             d = stack.pop()
-            if d >= depth or (not full and d > 0 and self.rng.random() < 0.5):
+            if d >= depth or (not full and d > 0 and self.rng.chance(HALF_U32)):
                 out.append(self.leaf())
             else:
                 out.append(self.test())
@@ -209,31 +224,32 @@ class _Ops:
 
     # ---------------------------------------------------------------- operators
     def crossover(self, a: list, b: list) -> tuple[list, list]:
-        i = int(self.rng.integers(len(a)))
-        j = int(self.rng.integers(len(b)))
+        i = self.rng.below(len(a))
+        j = self.rng.below(len(b))
         ie, je = subtree_end(a, i), subtree_end(b, j)
         return a[:i] + b[j:je] + a[ie:], b[:j] + a[i:ie] + b[je:]
 
     def subtree_mutation(self, g: list) -> list:
-        i = int(self.rng.integers(len(g)))
+        i = self.rng.below(len(g))
         d = depths(g)[i]
         room = max(0, self.prob.p.max_depth - d)
-        new = self.random_tree(int(self.rng.integers(0, min(room, self.prob.p.init_max_depth) + 1)), full=False)
+        new = self.random_tree(self.rng.below(min(room, self.prob.p.init_max_depth) + 1), full=False)
         return g[:i] + new + g[subtree_end(g, i):]
 
     def node_mutation(self, g: list) -> list:
         g = list(g)
-        i = int(self.rng.integers(len(g)))
+        i = self.rng.below(len(g))
         attr, value = g[i]
         if attr < 0:
             if self.prob.C > 1:
-                shift = 1 + int(self.rng.integers(self.prob.C - 1))
+                shift = 1 + self.rng.below(self.prob.C - 1)
                 g[i] = (-1, float((int(value) + shift) % self.prob.C))
-        elif self.rng.random() < 0.5:
+        elif self.rng.chance(HALF_U32):
             g[i] = self.test()
         else:
-            step = 0.1 * float(self.prob.std[attr]) * float(self.rng.standard_normal())
-            k = math.floor((value + step) * Q15_ONE)
+            # a step of 0.1 standard deviations: k + floor(0.5 + 0.1 * std * N), in integers
+            k = math.floor(value * Q15_ONE) + ((5 * 65536 + int(self.prob.std_q15[attr]) * self.rng.normal_q16())
+                                               // (10 * 65536))
             k = min(max(k, -1), Q15_ONE - 1)
             g[i] = (attr, (k + 0.5) / Q15_ONE)
         return g
@@ -296,31 +312,32 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: GPParams | None
     tree, info
     """
     params = (params or GPParams()).validate()
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
-    if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] < 2:
-        raise TreegenError(f"GP needs a 2-D X with one label per row, got X {X.shape} and y {y.shape}")
+    X, y = check_inputs(X, y)
+    seed = check_seed(seed)
     t0 = time.perf_counter()
     prob = _Problem(X, y, int(n_classes), params)
-    rng = np.random.Generator(np.random.PCG64(seed))
+    rng = Pcg32(seed)
     ops = _Ops(prob, rng)
     pop = ops.ramped_half_and_half(params.population)
-    F = np.array([[prob.risk(g), len(g)] for g in pop], dtype=np.float64)
+    F = np.array([[prob.risk(g), len(g)] for g in pop], dtype=np.int64)
     age = np.arange(params.population, dtype=np.int64)
     born = params.population
     ranks = pareto_ranks(F)
 
     def tournament() -> int:
-        i, j = (int(v) for v in rng.integers(len(pop), size=2))
+        i = rng.below(len(pop))
+        j = rng.below(len(pop))
         return i if (ranks[i], F[i, 0]) <= (ranks[j], F[j, 0]) else j
 
     inserted = 0
     for it in range(params.max_iter):
-        a, b = pop[tournament()], pop[tournament()]
+        a = pop[tournament()]
+        b = pop[tournament()]
         c1, c2 = ops.crossover(a, b)
-        kids = [ops.child(a, c1), ops.child(b, c2)]
-        for kid in kids:
-            f = np.array([prob.risk(kid), len(kid)], dtype=np.float64)
+        kid1 = ops.child(a, c1)
+        kid2 = ops.child(b, c2)
+        for kid in (kid1, kid2):
+            f = np.array([prob.risk(kid), len(kid)], dtype=np.int64)
             if np.any(np.all(F == f, axis=1)):
                 continue                                   # PCGA: no duplicate objective vectors
             pop.append(kid)
@@ -338,21 +355,42 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: GPParams | None
         if callback and (it + 1) % 256 == 0:
             best = int(np.lexsort((F[:, 1], F[:, 0]))[0])
             t = to_tree(pop[best], prob.A, prob.C)
-            callback(it + 1, float(F[best, 0]), t.n_leaves, float(np.mean(t.predict_index(X) == y)))
+            callback(it + 1, int(F[best, 0]) / prob.unit, t.n_leaves, float(np.mean(t.predict_index(X) == y)))
     front = np.flatnonzero(ranks == 0)
     best = int(front[np.lexsort((F[front, 1], F[front, 0]))[0]])
-    g = pop[best]
+    return finish(pop[best], int(F[best, 0]), prob, params, X, y, callback, t0,
+                  front_size=int(front.size), evaluations=int(prob.evaluations), inserted=inserted)
+
+
+def check_inputs(X, y) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    if X.ndim != 2 or y.shape != (X.shape[0],) or X.shape[0] < 2:
+        raise TreegenError(f"GP needs a 2-D X with one label per row, got X {X.shape} and y {y.shape}")
+    return X, y
+
+
+def check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise TreegenError(f"GP: random_state must be an integer in 0..{MAX_SEED} (a 64-bit seed), got {seed!r}")
+    return int(seed)
+
+
+def finish(g: list, risk_int: int, prob: _Problem, params: GPParams, X: np.ndarray, y: np.ndarray, callback,
+           t0: float, *, front_size: int, evaluations: int, inserted: int) -> tuple[Tree, dict]:
+    """The chosen genome as a tree and the ``info`` dict (shared by the Python and the native engine)."""
     tree = to_tree(g, prob.A, prob.C).refit_counts(X, y, relabel=False).validate()
     elapsed = time.perf_counter() - t0
     if callback:
-        callback(params.max_iter, float(F[best, 0]), tree.n_leaves, float(np.mean(tree.predict_index(X) == y)))
+        callback(params.max_iter, risk_int / prob.unit, tree.n_leaves, float(np.mean(tree.predict_index(X) == y)))
     info = {
         "risk": params.risk,
-        "training_risk": float(F[best, 0]),
+        "training_risk": risk_int / prob.unit,
+        "training_risk_int": risk_int,
         "empirical_risk": vicinal.empirical_risk(tree, X, y),
-        "front_size": int(front.size),
+        "front_size": front_size,
         "iterations": int(params.max_iter),
-        "evaluations": int(prob.evaluations),
+        "evaluations": evaluations,
         "children_inserted": int(inserted),
         "elapsed_s": round(elapsed, 4),
         "gp_params": asdict(params),
