@@ -51,11 +51,13 @@ def test_fit_gp_vicinal_and_empirical(data, tmp_path, capsys):
         assert load(tmp_path / f"gp-{risk}.json").metadata["risk"] == risk
 
 
-def test_fit_efti_vicinal_native_equals_python(data, tmp_path, capsys):
+@pytest.mark.parametrize("algo, extra", [("efti", ["--max-iter", "300"]),
+                                         ("gp", ["--max-iter", "40", "--population", "12"])])
+def test_fit_vicinal_native_equals_python(data, tmp_path, capsys, algo, extra):
     trees = {}
     for engine in ("native", "python"):
-        code, out, err = run_cli(capsys, ["fit", data, "--algo", "efti", "--risk", "vicinal", "--engine", engine,
-                                          "--max-iter", "300", "--seed", "3", "-o", tmp_path / f"{engine}.json", "-q"])
+        code, out, err = run_cli(capsys, ["fit", data, "--algo", algo, "--risk", "vicinal", "--engine", engine,
+                                          *extra, "--seed", "3", "-o", tmp_path / f"{engine}.json", "-q"])
         assert code == 0, err
         trees[engine] = load(tmp_path / f"{engine}.json").trees[0]
     assert trees["native"].equals(trees["python"])

@@ -111,7 +111,7 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--missing-weight", type=nonneg_float, metavar="KM",
                    help="efti: weight of the fraction of classes no leaf predicts")
     g.add_argument("--engine", choices=("auto", "python", "native", "device"),
-                   help="efti: native = the C engine compiled for the host (same result, faster); "
+                   help="efti, gp: native = the C engine compiled for the host (same result, faster); "
                         "device = train on --target (emulated targets start by themselves, or --port), "
                         "checked against the host engine; default auto (native when a C compiler exists)")
     g.add_argument("--target", metavar="T", help="--engine device: the target to train on (treegen targets)")

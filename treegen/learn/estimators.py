@@ -403,6 +403,10 @@ class GPClassifier(TreeClassifier):
     vicinity_sigma2 : float or 'auto'
         Kernel variance per attribute variance (the paper's 0.1); ``'auto'`` = 3-fold inner CV
         over (0.001, 0.01, 0.1, 1).
+    engine : {'auto', 'python', 'native'}
+        ``native`` runs the C engine compiled for the host (:mod:`treegen.learn.native_gp`; identical
+        trees, faster); ``python`` the readable reference; ``auto`` = native when a C compiler is
+        available.
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
         Seed; the same seed gives the same tree. None (the default) draws a fresh seed from the
@@ -419,8 +423,8 @@ class GPClassifier(TreeClassifier):
     algorithm = "gp"
 
     def __init__(self, *, max_iter: int = 20_000, population: int = 100, max_depth: int = 10,
-                 risk: str = "vicinal", vicinity_sigma2: float | str = 0.1, scaling: str = "auto",
-                 random_state: int | None = None, callback: Callable | None = None):
+                 risk: str = "vicinal", vicinity_sigma2: float | str = 0.1, engine: str = "auto",
+                 scaling: str = "auto", random_state: int | None = None, callback: Callable | None = None):
         self._store_params(locals())
 
     def _induce(self, X, y, n_classes):
@@ -432,7 +436,13 @@ class GPClassifier(TreeClassifier):
         sigma2, auto = (_resolve_sigma2(self, X, y, n_classes, seed) if self.risk == "vicinal"
                         else (vicinal.DEFAULT_SIGMA2, {}))
         params = self._params_for(gp.GPParams, init_max_depth=min(5, self.max_depth), sigma2=sigma2)
-        tree, info = gp.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
+        if resolve_engine(self.engine) == "native":
+            from treegen.learn import native_gp
+
+            tree, info = native_gp.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
+        else:
+            tree, info = gp.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
+            info["engine"] = "python"
         info.update(auto)
         if self.risk == "vicinal":
             info["vicinity_sigma2"] = sigma2
