@@ -1,6 +1,6 @@
-"""The check pass: Python predictors that execute the description of an export (:class:`~treegen.emit.lower.Lowered`)
-with the generated C's semantics, bit for bit — the reference the C must equal (host-compiled in
-tests/emit, on the device in ``treegen hil``).
+"""The check pass: Python predictors that execute the description of an export
+(:class:`~treegen.emit.lower.Lowered`) with the generated C's semantics, bit for bit — the reference
+the C must equal (host-compiled in tests/emit, on the device in ``treegen hil``).
 
 q15: integer tests on Q15 inputs (:func:`predict_q15`), majority vote or the fixed-point soft vote
 (:func:`soft_sums`, :func:`proba_q15`); f32: float32 tests on raw inputs (:func:`predict_f32`).
@@ -96,10 +96,10 @@ def predict_fixed(qtrees: list, X_q15: np.ndarray, n_classes: int, soft=None) ->
 
 
 def predict_f32(trees: list, X, n_classes: int, soft=None) -> np.ndarray:
-    """Class indices computed exactly as the generated f32 C does (``trees``: the float32 trees
-    of :mod:`treegen.emit.lower_f32`; ``X``: raw rows, rounded to float32 as the C receives them). Majority vote, ties
-    -> lowest index; with ``soft`` (a :class:`~treegen.emit.lower_fixed.SoftVote`) the fixed-point soft
-    vote."""
+    """Class indices computed exactly as the generated f32 C does (``trees``: the float32 trees of
+    :mod:`treegen.emit.lower_f32`; ``X``: raw rows, rounded to float32 as the C receives them).
+    Majority vote, ties -> lowest index; with ``soft`` (a :class:`~treegen.emit.lower_fixed.SoftVote`)
+    the fixed-point soft vote."""
     leaves = f32_leaves(trees, X)
     if soft is not None:
         total = np.zeros((leaves.shape[0], n_classes), dtype=np.int64)
