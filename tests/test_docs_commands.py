@@ -1,11 +1,13 @@
 """Every command of README.md, docs/**/*.md and hil/README.md runs, for real.
 
 A command is a line of a ```sh block (backslash continuations and here-documents joined; ``NAME=value``
-lines are kept as that document's shell variables) or a whole ```python block. They run in the order
-of the documents (README.md first: its quickstart writes the ``veh.json`` the guide pages use), in one
-temporary folder that has ``../shared`` beside it as in the checkout, with this checkout first on
-PYTHONPATH. Every command must exit 0 without a traceback, except where one of the tables below says
-otherwise:
+lines are kept as that document's shell variables) or a whole ```python block. README.md's commands
+run first, in order, in a temporary folder that has ``../shared`` beside it as in the checkout (its
+quickstart writes the ``veh.json`` the guide pages use); then every other block runs in a folder of
+its own holding a copy of README's files, two blocks at a time. This checkout comes first on
+PYTHONPATH and ``python`` is the interpreter running the tests. A command documented twice (same
+text, same variables) runs once. Every command must exit 0 without a traceback, except where one of
+the tables below says otherwise:
 
 - SUBSTITUTIONS: budget flags of long runs replaced by smaller ones (the command is otherwise run as
   written);
@@ -23,10 +25,12 @@ documents must resolve (files and #anchors).
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -45,6 +49,8 @@ SUBSTITUTIONS = [
     # 300 tasks of 100k EFTI iterations on a Dask cluster: 2 folds x 1 repetition, 1000 iterations
     ("docs/guide/compare.md", "treegen compare bcw pid gls veh", "--folds 5 --repeats 5", "--folds 2 --repeats 1"),
     ("docs/guide/compare.md", "cat > params.json", '"max_iter": 100000', '"max_iter": 1000'),
+    # a forest of 100 CART trees: 20 trees
+    ("docs/guide/algorithms.md", "--algo rf --n-trees 100", "--n-trees 100", "--n-trees 20"),
     # GP with vicinal risk, ~4 ms per iteration in Python: 20000 -> 500 iterations
     ("docs/guide/algorithms.md", "--algo gp --risk vicinal", "--max-iter 20000", "--max-iter 500"),
     # vicinal EFTI runs in the Python engine, 13 fits for sigma2 auto: 10000 -> 300 iterations
@@ -130,6 +136,7 @@ class Command:
     line: int         # line of the document where the command starts
     kind: str         # "sh" or "python"
     text: str         # as written (continuations and here-documents joined with newlines)
+    block: int = 0    # the fenced block it is in (numbered over all documents)
 
     def where(self) -> str:
         return f"{self.doc}:{self.line}"
@@ -144,7 +151,7 @@ _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 _ASSIGN = re.compile(r"^[A-Za-z_]\w*=\S*$")
 
 
-def _shell_commands(block: str, first_line: int, doc: str) -> list[Command]:
+def _shell_commands(block: str, first_line: int, doc: str, number: int) -> list[Command]:
     commands, lines, i = [], block.split("\n"), 0
     while i < len(lines):
         start, line = i, lines[i]
@@ -161,20 +168,21 @@ def _shell_commands(block: str, first_line: int, doc: str) -> list[Command]:
                 i += 1
                 if lines[i - 1].strip() == heredoc.group(1):
                     break
-        commands.append(Command(doc, first_line + start, "sh", line))
+        commands.append(Command(doc, first_line + start, "sh", line, number))
     return commands
 
 
 def documented_commands() -> list[Command]:
-    commands = []
+    commands, number = [], 0
     for path in documents():
         text, doc = path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix()
         for m in _FENCE.finditer(text):
+            number += 1
             first = text.count("\n", 0, m.start(2)) + 1
             if m.group(1) == "sh":
-                commands += _shell_commands(m.group(2), first, doc)
+                commands += _shell_commands(m.group(2), first, doc, number)
             elif m.group(1) == "python":
-                commands.append(Command(doc, first, "python", m.group(2)))
+                commands.append(Command(doc, first, "python", m.group(2), number))
     return commands
 
 
@@ -221,8 +229,14 @@ def _covered_by_test_api_doc(cmd: Command) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ running
-def _env() -> dict[str, str]:
+def _env(bin_dir: Path) -> dict[str, str]:
+    """The environment of the commands: `python` is this interpreter, the checkout first on PYTHONPATH."""
+    bin_dir.mkdir()
+    for name in ("python", "python3"):
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        (bin_dir / name).chmod(0o755)
     env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     env["PYTEST_ADDOPTS"] = "-p no:cacheprovider"
     env.pop("PYTEST_CURRENT_TEST", None)
@@ -239,7 +253,7 @@ def _run(cmd: Command, work: Path, variables: list[str], env: dict[str, str]) ->
             script = work / f"test_doc_{Path(cmd.doc).stem.replace('-', '_')}_{cmd.line}.py"
             shell = f"{prelude}\npytest -q {script.name} {pytest_block[2]}"
         else:
-            shell = f"{shlex.quote(sys.executable)} {script.name}"
+            shell = f"python {script.name}"
         script.write_text(cmd.text, encoding="utf-8")
     else:
         shell = f"{prelude}\n{_substituted(cmd)}"
@@ -250,25 +264,26 @@ def _run(cmd: Command, work: Path, variables: list[str], env: dict[str, str]) ->
     return proc.returncode, proc.stdout + proc.stderr, shell
 
 
-def test_every_documented_command_runs(tmp_path):
-    assert (SHARED / "datasets").is_dir(), f"the shared datasets are needed beside the checkout: {SHARED}"
-    work = tmp_path / "work"
-    work.mkdir()
-    (tmp_path / "shared").symlink_to(SHARED, target_is_directory=True)     # ../shared, as in the checkout
-    env, variables, failures, summary = _env(), {}, [], {"ran": 0, "offline": 0, "excluded": 0, "elsewhere": 0}
-    started = time.monotonic()
-    for cmd in documented_commands():
+def _run_commands(cmds: list[Command], work: Path, env: dict[str, str], variables: list[str],
+                  skip: set[int]) -> tuple[list[str], list[str], dict]:
+    """Run commands in order in WORK: (failures, log lines, counts)."""
+    variables, failures, log = list(variables), [], []
+    counts = {"ran": 0, "offline": 0, "excluded": 0, "elsewhere": 0, "twice": 0}
+    for cmd in cmds:
         if cmd.kind == "sh" and _ASSIGN.match(cmd.text):
-            variables.setdefault(cmd.doc, []).append(cmd.text)        # D=../shared/datasets: for the rest of the doc
+            variables.append(cmd.text)                        # D=../shared/datasets: for the rest of the doc
             continue
         if _excluded(cmd):
-            summary["excluded"] += 1
+            counts["excluded"] += 1
             continue
         if _covered_by_test_api_doc(cmd):
-            summary["elsewhere"] += 1
+            counts["elsewhere"] += 1
+            continue
+        if id(cmd) in skip:
+            counts["twice"] += 1
             continue
         t0 = time.monotonic()
-        code, output, shell = _run(cmd, work, variables.get(cmd.doc, []), env)
+        code, output, shell = _run(cmd, work, variables, env)
         offline = _offline(cmd)
         expected = offline[1] if offline else 0
         problems = []
@@ -276,15 +291,83 @@ def test_every_documented_command_runs(tmp_path):
             problems.append(f"exit status {code}, expected {expected}")
         if offline and offline[2] not in output:
             problems.append(f"output lacks {offline[2]!r}")
-        if "Traceback (most recent call last)" in output and not _pytest_block(cmd) and "pytest" not in shell:
+        if "Traceback (most recent call last)" in output and not offline and "pytest" not in shell:
             problems.append("a traceback")
         if problems:
             failures.append(f"{cmd.where()}: {'; '.join(problems)}\n$ {shell.strip()}\n{output[-2000:]}")
-        summary["offline" if offline else "ran"] += 1
-        print(f"{time.monotonic() - t0:6.1f} s  {cmd.where():42s} {_flat(cmd.text)[:90]}")
-    print(f"documented commands: {summary['ran']} ran, {summary['offline']} checked offline (no board), "
-          f"{summary['excluded']} excluded (EXCLUDED), {summary['elsewhere']} run by tests/test_api_doc.py; "
-          f"{time.monotonic() - started:.0f} s")
+        counts["offline" if offline else "ran"] += 1
+        log.append(f"{time.monotonic() - t0:6.1f} s  {cmd.where():38s} {_flat(cmd.text)[:90]}")
+    return failures, log, counts
+
+
+def _documented_twice(commands: list[Command]) -> set[int]:
+    """Commands documented again later with the same text and the same variables: run once."""
+    seen, twice, variables = set(), set(), {}
+    for cmd in commands:
+        if cmd.kind == "sh" and _ASSIGN.match(cmd.text):
+            name, _, value = cmd.text.partition("=")
+            variables.setdefault(cmd.doc, {})[name] = value
+            continue
+        used = {n: v for n, v in variables.get(cmd.doc, {}).items() if re.search(rf"\${{?{n}\b", cmd.text)}
+        key = (cmd.kind, _bare(cmd.text), tuple(sorted(used.items())))
+        if key in seen:
+            twice.add(id(cmd))
+        seen.add(key)
+    return twice
+
+
+def _weight(cmds: list[Command]) -> int:
+    """A rough cost, to start the longest blocks first."""
+    return sum(5 if re.search(r"pytest|qemu|compare|hil\.models|--train|treegen cv", c.text) else 1 for c in cmds)
+
+
+def test_every_documented_command_runs(tmp_path):
+    """README.md's commands first, in order, in one folder (its quickstart writes veh.json); then every
+    other block, two at a time, each in its own folder holding a copy of README's files (so a block may
+    use the quickstart's files and the variables set earlier in its document, not another block's files)."""
+    assert (SHARED / "datasets").is_dir(), f"the shared datasets are needed beside the checkout: {SHARED}"
+    commands, env, started = documented_commands(), _env(tmp_path / "bin"), time.monotonic()
+    twice = _documented_twice(commands)
+
+    def folder(name: str) -> Path:
+        base = tmp_path / name
+        (base / "work").mkdir(parents=True)
+        (base / "shared").symlink_to(SHARED, target_is_directory=True)      # ../shared, as in the checkout
+        return base / "work"
+
+    readme = folder("README")
+    results = {-1: _run_commands([c for c in commands if c.doc == "README.md"], readme, env, [], twice)}
+    blocks: dict[int, list[Command]] = {}
+    for cmd in commands:
+        if cmd.doc != "README.md":
+            blocks.setdefault(cmd.block, []).append(cmd)
+
+    def run(number: int):
+        cmds = blocks[number]
+        earlier = [c.text for c in commands if c.doc == cmds[0].doc and c.block < number
+                   and c.kind == "sh" and _ASSIGN.match(c.text)]
+        if all(_excluded(c) or _covered_by_test_api_doc(c) or id(c) in twice or _ASSIGN.match(c.text)
+               for c in cmds):
+            return number, _run_commands(cmds, tmp_path, env, earlier, twice)      # nothing to run: no folder
+        work = folder(f"block{number}")
+        for f in readme.iterdir():
+            if f.is_file():
+                shutil.copy2(f, work / f.name)
+        return number, _run_commands(cmds, work, env, earlier, twice)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results.update(pool.map(run, sorted(blocks, key=lambda n: -_weight(blocks[n]))))
+    failures, totals = [], {}
+    for number in sorted(results):
+        block_failures, log, counts = results[number]
+        failures += block_failures
+        if log:
+            print("\n".join(log))
+        for k, v in counts.items():
+            totals[k] = totals.get(k, 0) + v
+    print(f"documented commands: {totals['ran']} ran, {totals['offline']} checked offline (no board), "
+          f"{totals['twice']} documented twice (ran once), {totals['excluded']} excluded (EXCLUDED), "
+          f"{totals['elsewhere']} run by tests/test_api_doc.py; {time.monotonic() - started:.0f} s")
     assert not failures, "\n\n".join(failures)
 
 
