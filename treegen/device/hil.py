@@ -315,6 +315,26 @@ def _max_payload_hint(model: Model, tgt: _targets.Target) -> int:
         return 0xFFFF
 
 
+BOOT_PINGS = 3
+BOOT_PING_TIMEOUT = 1.0
+
+
+def await_boot(client: DeviceClient, *, attempts: int = BOOT_PINGS, timeout: float = BOOT_PING_TIMEOUT) -> None:
+    """PING a freshly started emulated board until it answers (``attempts`` tries of ``timeout`` s).
+    QEMU connects the socket before the firmware has set up its UART, and some UART models (the
+    STM32 USART of netduinoplus2 / stm32vldiscovery) drop what arrives while the USART is off; a
+    PING lost that way times out, the client's flush resynchronises the link, the next one answers."""
+    from treegen.device.protocol import DeviceTimeout
+
+    for attempt in range(attempts):
+        try:
+            client.ping(b"boot", timeout=timeout)
+            return
+        except DeviceTimeout:
+            if attempt == attempts - 1:
+                raise
+
+
 @contextlib.contextmanager
 def open_device(target, *, firmware: Firmware | None = None, port: str | None = None,
                 timeout: float = DEFAULT_TIMEOUT, model: Model | None = None):
@@ -368,6 +388,7 @@ def open_device(target, *, firmware: Firmware | None = None, port: str | None = 
         try:
             client = DeviceClient.open(board.url, timeout=timeout, max_payload=hint)
             try:
+                await_boot(client)
                 yield Device(client, board.url, tgt, board)
             finally:
                 client.close()

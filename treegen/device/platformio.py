@@ -62,6 +62,33 @@ def _target(target) -> targets_mod.Target:
     return target if isinstance(target, targets_mod.Target) else targets_mod.get(str(target))
 
 
+#: ``--framework`` choices of build/flash: the bare-metal port (offline, default) or Arduino (online)
+FRAMEWORKS = ("baremetal", "arduino")
+
+
+def for_framework(target, framework: str = "baremetal") -> targets_mod.Target:
+    """The target as built with ``framework``: unchanged for ``baremetal``; for ``arduino`` a board whose
+    port is the Arduino core (``tg_port_arduino.cpp``, built online from its ``[platformio]`` table)."""
+    import dataclasses
+
+    t = _target(target)
+    if framework not in FRAMEWORKS:
+        raise TreegenError(f"unknown framework {framework!r} (choose from {', '.join(FRAMEWORKS)})")
+    if framework == "baremetal":
+        return t                          # an Arduino-only board (teensy41) keeps its one way to build
+    if t.kind != "board" or not t.platformio.get("framework"):
+        raise TreegenError(f"target {t.name!r} has no Arduino build (--framework arduino is for boards with a "
+                           "[platformio] table: nucleo_f446re, bluepill_f103c8, nucleo_l031k6, teensy41)")
+    return dataclasses.replace(t, extra={**t.extra, "uart": targets_mod.ARDUINO_PORT})
+
+
+def offline(target) -> bool:
+    """Whether the target is built by the project-local platform (emulated targets, boards with a
+    bare-metal port), not by an official PlatformIO platform from the registry (Arduino)."""
+    t = _target(target)
+    return t.kind == "emulated" or (t.kind == "board" and t.uart != targets_mod.ARDUINO_PORT)
+
+
 def env_name(target) -> str:
     """PlatformIO environment name of a target (``qemu-m4`` -> ``qemu_m4``)."""
     return re.sub(r"[^A-Za-z0-9_]", "_", _target(target).name)
@@ -112,7 +139,7 @@ def _check_project_dir(out: Path) -> None:
 
 def _pio_extra(target: targets_mod.Target) -> list[tuple[str, str]]:
     extra = [(k, str(v)) for k, v in target.platformio.items() if k not in _PIO_STRUCTURAL]
-    if target.kind == "board":
+    if target.kind == "board" and not offline(target):
         extra.append(("build_src_flags", _ARDUINO_SRC_FLAGS))
     return extra
 
@@ -128,34 +155,38 @@ def write_build_files(out_dir, target, *, model_hash: str = "-", layout: str = "
     _check_project_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     jenv = _jinja()
-    pio = t.platformio
-    emulated = t.kind == "emulated"
-    if emulated:
-        pio.setdefault("board", t.name)
+    local = offline(t)
+    pio = t.platformio if not local else {"platform": PLATFORM_NAME, "board": t.name}
+    if t.kind == "emulated":
         pio.setdefault("upload_protocol", "qemu")
         pio.setdefault("upload_port", "4321")
+    elif local:
+        pio["upload_protocol"] = "custom"      # builder/main.py: the board's uploader (pyOCD) command
     ini = out / "platformio.ini"
     ini.write_text(_render(jenv, "platformio.ini.j2", target=t, pio=pio, pio_extra=_pio_extra(t),
-                           emulator=t.emulator, emulated=emulated, env_name=env_name(t),
+                           emulator=t.emulator, emulated=local, board=t.kind == "board", env_name=env_name(t),
                            model_hash=model_hash, layout=layout, variant=variant), encoding="utf-8")
-    if emulated:
+    if local:
         _write_offline(out / "offline", t, pio, jenv)
     return ini
 
 
-def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.Environment) -> None:
-    if root.exists():
-        shutil.rmtree(root)
-    tpl = templates_dir() / "platformio"
-    emulator = {"qemu": "qemu-system-arm", "args": [], **t.emulator}
+def _define_value(name: str, value) -> str:
+    """A [soc.defines] value as C: small integers in decimal (they name interrupt handlers and pins),
+    others as unsigned hex; strings verbatim."""
+    if isinstance(value, str):
+        return value
+    if 0 <= value < 1024:
+        return str(value)
+    return f"{value}u" if name.endswith(("_HZ", "_BAUD")) else f"0x{value:08X}u"
 
-    platform = root / "platforms" / PLATFORM_NAME
-    (platform / "builder").mkdir(parents=True)
-    (platform / "boards").mkdir()
-    (platform / "platform.json").write_text(_render(jenv, "platform/platform.json.j2", platform_name=PLATFORM_NAME,
-                                                    platform_version=PLATFORM_VERSION), encoding="utf-8")
-    shutil.copyfile(tpl / "platform" / "platform.py", platform / "platform.py")
-    shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
+
+def firmware_defines(t: targets_mod.Target) -> list[list[str]]:
+    """The C macros of the target's port: its ``[soc.defines]`` (bare-metal ports), else the emulated
+    CMSDK boards' ``TG_UART_BASE`` / ``TG_UART_RX_IRQ`` / ``TG_INSNS_PER_TICK_Q8``."""
+    if t.soc:
+        return [[name, _define_value(name, v)] for name, v in t.soc.get("defines", {}).items()]
+    emulator = t.emulator
     defines = [["TG_UART_BASE", f"0x{int(emulator['uart_base']):08X}u"]]
     if "uart_irq" in emulator:
         irq = int(emulator["uart_irq"])
@@ -165,9 +196,36 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     if t.clock_hz > 0 and 256_000_000_000 % t.clock_hz == 0:
         # -icount shift=0: one instruction per ns; SysTick runs at the board clock (Q8: 32 MHz -> 31.25)
         defines.append(["TG_INSNS_PER_TICK_Q8", f"{256_000_000_000 // t.clock_hz}u"])
+    return defines
+
+
+def memory_origins(t: targets_mod.Target) -> tuple[int, int]:
+    """(flash, RAM) base addresses of the linker script: ``[soc]``, else ``[emulator]``, else the mps2's."""
+    src = t.soc or t.emulator
+    return int(src.get("flash_base", 0)), int(src.get("ram_base", 0x20000000))
+
+
+def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.Environment) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    tpl = templates_dir() / "platformio"
+    emulator = {"qemu": "qemu-system-arm", "args": [], "machine": "", **t.emulator}
+
+    platform = root / "platforms" / PLATFORM_NAME
+    (platform / "builder").mkdir(parents=True)
+    (platform / "boards").mkdir()
+    (platform / "platform.json").write_text(_render(jenv, "platform/platform.json.j2", platform_name=PLATFORM_NAME,
+                                                    platform_version=PLATFORM_VERSION), encoding="utf-8")
+    shutil.copyfile(tpl / "platform" / "platform.py", platform / "platform.py")
+    shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
+    flash_origin, ram_origin = memory_origins(t)
+    from treegen.device.upload import upload_command as board_upload
+
+    upload_cmd = board_upload(t, "$SOURCE") if t.kind == "board" else []
     (platform / "boards" / f"{pio['board']}.json").write_text(
         _render(jenv, "platform/board.json.j2", target=t, emulator=emulator, cpu_flags=list(t.cflags),
-                defines=defines), encoding="utf-8")
+                defines=firmware_defines(t), flash_origin=flash_origin, ram_origin=ram_origin,
+                upload_command=upload_cmd), encoding="utf-8")
 
     scons = root / "packages" / SCONS_PACKAGE
     scons.mkdir(parents=True)
@@ -213,8 +271,8 @@ def write_project(model, out_dir, *, target, layout: str, variant: str, name: st
         kwargs["max_payload"] = max_payload
     if train is not None:
         kwargs["train"] = train
-    firmware.write_harness(model, src, target=t.name, layout=layout, variant=variant, **kwargs)
-    if t.kind == "emulated":
+    firmware.write_harness(model, src, target=t, layout=layout, variant=variant, **kwargs)
+    if offline(t):
         write_baremetal(src)
     return out
 
