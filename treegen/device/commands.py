@@ -39,13 +39,30 @@ class BuildResult:
     upload_command: list
     up_to_date: bool = False
 
+    @property
+    def bin(self) -> Path | None:
+        """The raw binary beside the ELF (objcopy -O binary: what a drag-and-drop upload takes)."""
+        if self.elf is None:
+            return None
+        path = self.elf.with_suffix(".bin")
+        return path if path.is_file() else None
+
+    @property
+    def image_sha256(self) -> str | None:
+        """sha256 of the ELF's loadable sections (:mod:`treegen.device.image`)."""
+        if self.elf is None:
+            return None
+        from treegen.device.image import image_sha256
+
+        return image_sha256(self.elf)
+
 
 def _target(target) -> Target:
     return target if isinstance(target, Target) else get_target(str(target))
 
 
 def build_firmware(model: Model, target, output, *, layout: str = "table", variant: str = "auto", train=None,
-                   verbose: bool = False, reuse: bool = False) -> BuildResult:
+                   verbose: bool = False, reuse: bool = False, framework: str = "baremetal") -> BuildResult:
     """Write the PlatformIO project of ``model`` (model C + firmware harness) for ``target`` into
     ``output`` and build it offline: ``treegen build``.
 
@@ -65,6 +82,10 @@ def build_firmware(model: Model, target, output, *, layout: str = "table", varia
     reuse : bool
         Keep an up-to-date firmware of the same model, layout and variant instead of rebuilding
         (``treegen flash`` does; never with ``train``).
+    framework : str
+        ``baremetal`` (default: the board's register-level port, built offline) or ``arduino`` (boards:
+        the Arduino core from the official PlatformIO platform, built where the registry is reachable).
+        An emulated target that runs a board's image (``image``) builds that board's firmware.
 
     Raises :class:`TreegenError` for a target without a firmware build (``native``, export-only
     targets), a failed build, or a firmware too big for the target.
@@ -75,6 +96,9 @@ def build_firmware(model: Model, target, output, *, layout: str = "table", varia
     if tgt.kind not in ("emulated", "board"):
         raise TreegenError(f"target {tgt.name!r} (kind {tgt.kind!r}) has no firmware build; use an emulated target "
                            "(qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
+    if tgt.image != tgt.name:
+        tgt = get_target(tgt.image)
+    tgt = pio.for_framework(tgt, framework)
     out = Path(output)
     upload = pio.upload_command(out)
     platform = tgt.platformio.get("platform", "")
@@ -85,7 +109,7 @@ def build_firmware(model: Model, target, output, *, layout: str = "table", varia
                 size = pio.flash_size(elf)
                 return BuildResult(out, elf, size.flash, size.ram, 0.0, upload, up_to_date=True)
         pio.write_project(model, out, target=tgt, layout=layout, variant=variant, train=train)
-        if tgt.kind == "board" and not pio.platform_installed(platform):
+        if not pio.offline(tgt) and not pio.platform_installed(platform):
             return BuildResult(out, None, None, None, 0.0, upload)
         t0 = time.perf_counter()
         elf = pio.build(out, verbose=verbose, target=tgt)

@@ -164,6 +164,15 @@ class Firmware:
     replaced: str | None = None  # rebuilt over a build of this other model (hash) in the same folder
 
     @property
+    def image_sha256(self) -> str | None:
+        """sha256 of the ELF's loadable contents (:mod:`treegen.device.image`), None for the host build."""
+        if self.path is None or self.project is None or self.flash_bytes is None:
+            return None
+        from treegen.device.image import image_sha256
+
+        return image_sha256(self.path)
+
+    @property
     def variant_string(self) -> str:
         """The INFO variant string the firmware announces (``q15-<layout>-<variant>``)."""
         return f"q15-{self.layout}-{self.variant}"
@@ -231,6 +240,7 @@ def build_firmware(model: Model, target, build_dir, *, layout: str = "table", va
     if tgt.kind == "emulated":
         from treegen.device import platformio as pio
 
+        tgt = image_target(tgt)         # a QEMU machine running a board's image: build that board's
         if reuse:
             elf = reusable_firmware(model, tgt, out, layout=layout, variant=variant)
             if elf is not None:
@@ -246,6 +256,13 @@ def build_firmware(model: Model, target, build_dir, *, layout: str = "table", va
         return Firmware(tgt.name, elf, layout, resolved, size.flash, size.ram, seconds, out, replaced=replaced)
     raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built by treegen hil: flash the board with "
                        f"'treegen flash MODEL --target {tgt.name} --port PORT', then pass --port")
+
+
+def image_target(target) -> _targets.Target:
+    """The target a firmware is built for: the board whose image an emulated target runs (key
+    ``image``: qemu-netduinoplus2 -> nucleo_f446re), else the target itself."""
+    tgt = _target(target)
+    return tgt if tgt.image == tgt.name else _targets.get(tgt.image)
 
 
 def existing_firmware(model: Model, target, build_dir, *, layout: str | None, variant: str | None) -> Firmware | None:
@@ -536,6 +553,8 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
         if fw is not None:
             report["flash_bytes"], report["ram_bytes"] = fw.flash_bytes, fw.ram_bytes
             report["firmware"] = str(fw.path) if fw.path else None
+            report["image"] = fw.target
+            report["image_sha256"] = fw.image_sha256
         expected_variant = fw.variant_string if port is None else None
         wanted = {}                      # with port: the parts of the variant string that were asked for
         if port is not None and layout is not None:
@@ -563,7 +582,7 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
             report["layout"] = fw_parts[1] if len(fw_parts) >= 3 else None
             report["variant"] = fw_parts[2] if len(fw_parts) >= 3 else info.variant
             report["counter_unit"] = counter_unit_name(info.counter_unit)
-            check_identity(info, model, tgt, expected_variant)
+            check_identity(info, model, image_target(tgt), expected_variant)
             parts = info.variant.split("-")
             for i, value in wanted.items():
                 if len(parts) <= i or parts[i] != value:
