@@ -553,7 +553,9 @@ def build_train_firmware(model, target, build_dir, spec, *, layout: str = "table
         return TrainFirmware(tgt.name, exe, build_dir, spec, None, None, time.perf_counter() - t0)
     if tgt.kind == "emulated":
         from treegen.device import platformio as pio
+        from treegen.device.hil import image_target
 
+        tgt = image_target(tgt)          # qemu-microbit runs the microbit_v1 image: build that
         project = pio.write_project(model, build_dir, target=tgt, layout=layout, variant=variant, train=spec)
         elf = pio.build(project, target=tgt)
         seconds = time.perf_counter() - t0
