@@ -176,11 +176,6 @@ def _check_optional(fname: str, data: dict) -> None:
     own_uart = kind == "emulated" and "image" not in data and "soc" not in data
     _check_table(fname, data, "emulator", _EMULATOR_KEYS,
                  ("machine", "uart_base") if own_uart else ("machine",) if kind == "emulated" else ())
-    _check_table(fname, data, "soc", _SOC_KEYS, ("flash_base", "ram_base") if baremetal_board else ())
-    for name, value in data.get("soc", {}).get("defines", {}).items():
-        if not re.fullmatch(r"TG_[A-Z0-9_]+", name) or isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise TreegenError(f"target file {fname}: [soc.defines] {name!r} must be TG_NAME = int or string")
-    _check_table(fname, data, "upload", _UPLOAD_KEYS, ())
     pio_required = {"emulated": ("platform",), "board": ("platform", "board", "framework")}.get(kind, ())
     if baremetal_board and "platformio" not in data:
         pio_required = ()
@@ -189,6 +184,11 @@ def _check_optional(fname: str, data: dict) -> None:
             not PINNED_PLATFORM.fullmatch(str(data["platformio"].get("platform", ""))):
         raise TreegenError(f"target file {fname}: [platformio] platform {data['platformio']['platform']!r} must "
                            "pin a version, like 'ststm32@~19.6.0'")
+    _check_table(fname, data, "soc", _SOC_KEYS, ("flash_base", "ram_base") if baremetal_board else ())
+    for name, value in data.get("soc", {}).get("defines", {}).items():
+        if not re.fullmatch(r"TG_[A-Z0-9_]+", name) or isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise TreegenError(f"target file {fname}: [soc.defines] {name!r} must be TG_NAME = int or string")
+    _check_table(fname, data, "upload", _UPLOAD_KEYS, ())
     if kind in ("emulated", "board") and "uart" not in data:
         raise TreegenError(f"target file {fname}: kind {kind!r} needs the key 'uart' (firmware port)")
 

@@ -550,12 +550,13 @@ def registry_reachable(timeout: float = REGISTRY_TIMEOUT) -> tuple[bool, str]:
 
 
 def emulated_stand_in(target) -> str | None:
-    """An emulated target for a board: its twin (same core, flash and RAM) if there is one, else one
-    with the same core."""
+    """An emulated target for a board: the QEMU machine that runs the board's own image (``image``) if
+    there is one, else its size twin (same core, flash and RAM), else one with the same core."""
     t = _target(target)
     emulated = [e for e in targets_mod.all_targets() if e.kind == "emulated" and e.core == t.core]
+    same_image = [e for e in emulated if e.image == t.name and e.name != t.name]   # runs the board's own image
     twins = [e for e in emulated if (e.flash_kb, e.ram_kb) == (t.flash_kb, t.ram_kb)]
-    pick = twins or sorted(emulated, key=lambda e: e.name)
+    pick = same_image or twins or sorted(emulated, key=lambda e: e.name)
     return pick[0].name if pick else None
 
 
