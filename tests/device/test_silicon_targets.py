@@ -179,6 +179,23 @@ def test_arduino_framework_stays_reachable(forest, tmp_path):
     assert (out / "src" / "tg_port_arduino.cpp").is_file()
 
 
+@pytest.mark.parametrize("board", ["nucleo_f446re", "bluepill_f103c8", "nucleo_l031k6", "microbit_v1"])
+def test_ports_are_strict_c99(board, forest, tmp_path):
+    """Each port, the shared headers and the startup code: C99, -Wall -Wextra -Werror -Wconversion
+    -pedantic, with the board's own macros (the [soc.defines] of its target file)."""
+    import subprocess
+
+    require_tools()
+    t = targets.get(board)
+    out = tpio.write_project(forest[0], tmp_path / board, target=t, layout="table", variant="auto")
+    defines = [f"-D{name}={value}" for name, value in tpio.firmware_defines(t)]
+    for src in (f"tg_port_{t.uart}.c", "startup_cortexm.c"):
+        proc = subprocess.run(["arm-none-eabi-gcc", *t.cflags, "-std=c99", "-Wall", "-Wextra", "-Werror",
+                               "-Wconversion", "-pedantic", "-c", "-o", str(tmp_path / "o.o"), *defines,
+                               "-I", str(out / "src"), str(out / "src" / src)], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{board} {src}: {proc.stderr}"
+
+
 # ---------------------------------------------------------------------- treegen flash (pyOCD)
 PARTS = {"nucleo_f446re": "stm32f446retx", "bluepill_f103c8": "stm32f103c8", "nucleo_l031k6": "stm32l031x6",
          "microbit_v1": "nrf51822"}

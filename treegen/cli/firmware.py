@@ -229,6 +229,11 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
         cmd = up.upload_command(target, res.elf)
     print(f"upload          {' '.join(cmd)}", flush=True)
     if args.dry_run:
+        if uploader == "pyocd":
+            try:
+                up.check_part(target)
+            except TreegenError as exc:          # a part from a CMSIS pack: say what to install
+                print(f"note            {exc}")
         return 0
     if uploader == "platformio":
         rc = upload_firmware(out, port=args.port)
