@@ -22,7 +22,9 @@ Optional keys (validated when present):
 - ``[soc]`` (required for boards with a bare-metal port, i.e. ``uart`` other than ``arduino``): the
   board-support data of the chip: ``flash_base`` / ``ram_base`` (int: where the linker script puts
   code and data), ``family`` (str, e.g. ``stm32f4``) and ``[soc.defines]``: C macros of the port
-  (``TG_UART_BASE``, ``TG_UART_RX_IRQ``, clock-enable registers and bits, pins, clock; int or str).
+  (``TG_UART_BASE``, ``TG_UART_RX_IRQ``, clock-enable registers and bits, pins, clock; int or str);
+  ``startup`` / ``ldscript`` (templates/firmware/ file names, default ``startup_cortexm.c`` /
+  ``cortexm.ld``: another core family brings its own pair).
 - ``image`` (str, emulated targets): the board whose firmware image this QEMU machine runs unchanged
   (``qemu-netduinoplus2`` runs ``nucleo_f446re``'s); the image is built for that board.
 - ``[upload]`` (boards): ``uploader`` (``pyocd``), ``pyocd_target`` (pyOCD's part name, e.g.
@@ -144,7 +146,7 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
 
 _EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
                   "flash_base": int, "ram_base": int, "uart_index": int}
-_SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict}
+_SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str}
 _UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str}
 #: the port of the online Arduino build (PlatformIO's official platforms); every other port is bare metal
 ARDUINO_PORT = "arduino"

@@ -332,24 +332,33 @@ def _max_payload_hint(model: Model, tgt: _targets.Target) -> int:
         return 0xFFFF
 
 
-BOOT_PINGS = 3
-BOOT_PING_TIMEOUT = 1.0
+#: seconds per boot PING: a lost first PING (about every second start on netduinoplus2 /
+#: stm32vldiscovery) costs the first; the longer ones cover a slow boot on a loaded machine
+BOOT_PING_TIMEOUTS = (0.25, 1.0, 3.0)
 
 
-def await_boot(client: DeviceClient, *, attempts: int = BOOT_PINGS, timeout: float = BOOT_PING_TIMEOUT) -> None:
-    """PING a freshly started emulated board until it answers (``attempts`` tries of ``timeout`` s).
+def await_boot(client: DeviceClient, *, timeouts=BOOT_PING_TIMEOUTS) -> None:
+    """PING a freshly started emulated board until it answers (one try per entry of ``timeouts``).
     QEMU connects the socket before the firmware has set up its UART, and some UART models (the
     STM32 USART of netduinoplus2 / stm32vldiscovery) drop what arrives while the USART is off; a
     PING lost that way times out, the client's flush resynchronises the link, the next one answers."""
-    from treegen.device.protocol import DeviceTimeout
+    from treegen.device.firmware import MIN_PAYLOAD
+    from treegen.device.protocol import DeviceTimeout, ProtocolError
 
-    for attempt in range(attempts):
-        try:
-            client.ping(b"boot", timeout=timeout)
-            return
-        except DeviceTimeout:
-            if attempt == attempts - 1:
-                raise
+    # A lost PING leaves at most a suffix of its 12 bytes on the device (the drop is a prefix), and no
+    # suffix of it holds the sync pair A5 5A: a short flush is enough. The client's default flush
+    # (max_payload + 8 zeros, 64 KiB before INFO) would queue behind the next PING for seconds.
+    hint, client.max_payload_hint = client.max_payload_hint, MIN_PAYLOAD
+    try:
+        for attempt, timeout in enumerate(timeouts):
+            try:
+                client.ping(b"boot", timeout=timeout)
+                return
+            except (DeviceTimeout, ProtocolError):     # lost, or the late answer to an earlier PING
+                if attempt == len(timeouts) - 1:
+                    raise
+    finally:
+        client.max_payload_hint = hint
 
 
 @contextlib.contextmanager

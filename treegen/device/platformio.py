@@ -106,15 +106,22 @@ def _render(env: jinja2.Environment, template: str, **context) -> str:
     return env.get_template(template).render(version=__version__, template_name=template, **context)
 
 
-def _toolchain_dir() -> Path:
-    """Folder holding arm-none-eabi-gcc (PATH first, then /usr/bin)."""
-    found = shutil.which(TOOLCHAIN_PREFIX + "gcc")
+def toolchain_prefix(target) -> str:
+    """The cross tools' prefix of a target, from its ``cc`` (``arm-none-eabi-gcc`` -> ``arm-none-eabi-``;
+    another family's compiler, e.g. ``avr-gcc``, gives ``avr-``)."""
+    cc = _target(target).cc
+    return cc[:-3] if cc.endswith("-gcc") else TOOLCHAIN_PREFIX
+
+
+def _toolchain_dir(prefix: str = TOOLCHAIN_PREFIX) -> Path:
+    """Folder holding <prefix>gcc (PATH first, then /usr/bin)."""
+    found = shutil.which(prefix + "gcc")
     return Path(found).resolve().parent if found else Path("/usr/bin")
 
 
-def _gcc_version(tool_dir: Path) -> str:
+def _gcc_version(tool_dir: Path, prefix: str = TOOLCHAIN_PREFIX) -> str:
     try:
-        out = subprocess.run([str(tool_dir / (TOOLCHAIN_PREFIX + "gcc")), "-dumpfullversion"],
+        out = subprocess.run([str(tool_dir / (prefix + "gcc")), "-dumpfullversion"],
                              capture_output=True, text=True, timeout=30)
         version = out.stdout.strip()
     except OSError:
@@ -222,10 +229,12 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     from treegen.device.upload import upload_command as board_upload
 
     upload_cmd = board_upload(t, "$SOURCE") if t.kind == "board" else []
+    prefix = toolchain_prefix(t)
     (platform / "boards" / f"{pio['board']}.json").write_text(
         _render(jenv, "platform/board.json.j2", target=t, emulator=emulator, cpu_flags=list(t.cflags),
                 defines=firmware_defines(t), flash_origin=flash_origin, ram_origin=ram_origin,
-                upload_command=upload_cmd), encoding="utf-8")
+                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix),
+        encoding="utf-8")
 
     scons = root / "packages" / SCONS_PACKAGE
     scons.mkdir(parents=True)
@@ -233,14 +242,14 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
         shutil.copyfile(tpl / "packages" / SCONS_PACKAGE / name, scons / name)
     shutil.copyfile(tpl / "packages" / SCONS_PACKAGE / "piopm.json", scons / ".piopm")
 
-    tool_dir = _toolchain_dir()
+    tool_dir = _toolchain_dir(prefix)
     chain = root / "packages" / TOOLCHAIN_PACKAGE
     (chain / "bin").mkdir(parents=True)
     (chain / "package.json").write_text(_render(jenv, f"packages/{TOOLCHAIN_PACKAGE}/package.json.j2",
-                                                gcc_version=_gcc_version(tool_dir), tool_dir=str(tool_dir)),
+                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir)),
                                         encoding="utf-8")
-    tools = sorted(p.name for p in tool_dir.glob(TOOLCHAIN_PREFIX + "*")) if tool_dir.is_dir() else []
-    for name in tools or [TOOLCHAIN_PREFIX + n for n in ("gcc", "g++", "as", "ar", "ld", "objcopy", "size")]:
+    tools = sorted(p.name for p in tool_dir.glob(prefix + "*")) if tool_dir.is_dir() else []
+    for name in tools or [prefix + n for n in ("gcc", "g++", "as", "ar", "ld", "objcopy", "size")]:
         (chain / "bin" / name).symlink_to(tool_dir / name)
 
 
@@ -273,16 +282,24 @@ def write_project(model, out_dir, *, target, layout: str, variant: str, name: st
         kwargs["train"] = train
     firmware.write_harness(model, src, target=t, layout=layout, variant=variant, **kwargs)
     if offline(t):
-        write_baremetal(src)
+        write_baremetal(src, t)
     return out
 
 
-def write_baremetal(src_dir) -> list[Path]:
-    """startup_cortexm.c and cortexm.ld of the emulated boards (rendered: banner only) into ``src_dir``."""
+def baremetal_files(target=None) -> tuple[str, str]:
+    """(startup code, linker script) of a bare-metal target: its ``[soc] startup`` / ``ldscript``
+    (templates/firmware/), default the Cortex-M pair startup_cortexm.c / cortexm.ld."""
+    soc = _target(target).soc if target is not None else {}
+    return str(soc.get("startup", _BAREMETAL_FILES[0])), str(soc.get("ldscript", _BAREMETAL_FILES[1]))
+
+
+def write_baremetal(src_dir, target=None) -> list[Path]:
+    """The target's startup code and linker script (:func:`baremetal_files`; rendered: banner only)
+    into ``src_dir``."""
     from treegen.core.codegen import render
 
     written = []
-    for fname in _BAREMETAL_FILES:
+    for fname in baremetal_files(target):
         path = Path(src_dir) / fname
         path.write_text(render(f"firmware/{fname}", {"version": __version__}), encoding="utf-8", newline="\n")
         written.append(path)
@@ -424,11 +441,11 @@ class FirmwareSize:
         return self.data + self.bss
 
 
-def flash_size(elf) -> FirmwareSize:
-    """text/data/bss of an ELF file (``arm-none-eabi-size -B -d``)."""
-    tool = shutil.which(TOOLCHAIN_PREFIX + "size")
+def flash_size(elf, prefix: str = TOOLCHAIN_PREFIX) -> FirmwareSize:
+    """text/data/bss of an ELF file (``<prefix>size -B -d``, default arm-none-eabi-size)."""
+    tool = shutil.which(prefix + "size")
     if tool is None:
-        raise TreegenError("arm-none-eabi-size not found; install gcc-arm-none-eabi (see scripts/setup.sh)")
+        raise TreegenError(f"{prefix}size not found; install the target's cross compiler (see scripts/setup.sh)")
     try:
         proc = subprocess.run([tool, "-B", "-d", str(elf)], capture_output=True, text=True, timeout=60)
     except OSError as exc:
@@ -444,7 +461,7 @@ def flash_size(elf) -> FirmwareSize:
 def check_size(elf, target) -> FirmwareSize:
     """Sizes of ``elf``; raises "model too big for <target>: ..." when it exceeds flash or RAM."""
     t = _target(target)
-    size = flash_size(elf)
+    size = flash_size(elf, toolchain_prefix(t))
     if size.flash > t.flash_bytes:
         raise TreegenError(_too_big_message(t, "flash", size.flash, t.flash_bytes))
     if size.ram > t.ram_bytes:

@@ -2,8 +2,8 @@
 """SCons build script of treegen's offline platform: bare-metal C99 for one Cortex-M board (a QEMU
 machine or a real board with a register-level port).
 
-Tools: arm-none-eabi-gcc/as/ar/objcopy/size from the project-local toolchain package (PlatformIO
-puts its bin/ on PATH). Everything target-specific comes from the board manifest
+Tools: <prefix>gcc/as/ar/objcopy/size (build.toolchain_prefix, default arm-none-eabi-) from the
+project-local toolchain package (PlatformIO puts its bin/ on PATH). Everything target-specific comes from the board manifest
 (offline/platforms/<platform>/boards/<board>.json, written by treegen from the target file):
     build.cpu_flags   the target's cflags (-mcpu, -mthumb, float ABI, optimisation)
     build.defines     C macros (TG_UART_BASE ...)
@@ -27,15 +27,16 @@ board = env.BoardConfig()
 cpu_flags = list(board.get("build.cpu_flags"))
 warn_flags = ["-Wall", "-Wextra"]
 
+prefix = board.get("build.toolchain_prefix", "arm-none-eabi-")   # the cross tools (from the target's cc)
 env.Replace(
-    AR="arm-none-eabi-ar",
-    AS="arm-none-eabi-gcc",
-    CC="arm-none-eabi-gcc",
-    CXX="arm-none-eabi-g++",
-    LINK="arm-none-eabi-gcc",
-    OBJCOPY="arm-none-eabi-objcopy",
-    RANLIB="arm-none-eabi-ranlib",
-    SIZETOOL="arm-none-eabi-size",
+    AR=prefix + "ar",
+    AS=prefix + "gcc",
+    CC=prefix + "gcc",
+    CXX=prefix + "g++",
+    LINK=prefix + "gcc",
+    OBJCOPY=prefix + "objcopy",
+    RANLIB=prefix + "ranlib",
+    SIZETOOL=prefix + "size",
     ARFLAGS=["rc"],
     PROGNAME="firmware",
     PROGSUFFIX=".elf",
