@@ -1,8 +1,10 @@
 """The Python counterparts of ``treegen build``, ``treegen flash`` and ``treegen hil``.
 
-:func:`build_firmware` writes a model's PlatformIO project and builds it (emulated targets, or boards
-whose platform is installed); :func:`start_emulator` gives the running QEMU board of ``treegen flash``
-for an emulated target (built first unless the project's firmware is up to date);
+:func:`build_firmware` writes a model's PlatformIO project and builds it (through
+:func:`treegen.device.build.build`, the one home of "build this model for this target": emulated
+targets, boards with a bare-metal port, Arduino boards whose platform is installed);
+:func:`start_emulator` gives the running QEMU board of ``treegen flash`` for an emulated target
+(built first unless the project's firmware is up to date);
 :func:`upload_firmware` uploads to a real board with PlatformIO; :func:`run_hil` is
 :func:`treegen.device.hil.run_hil`. The CLI (:mod:`treegen.cli.firmware`) calls these and only adds
 the printing. Nothing here prints.
@@ -11,7 +13,6 @@ the printing. Nothing here prints.
 from __future__ import annotations
 
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,31 +92,18 @@ def build_firmware(model: Model, target, output, *, layout: str = "table", varia
     targets), a failed build, or a firmware too big for the target.
     """
     from treegen.device import platformio as pio
+    from treegen.device.build import build
 
     tgt = _target(target)
     if tgt.kind not in ("emulated", "board"):
         raise TreegenError(f"target {tgt.name!r} (kind {tgt.kind!r}) has no firmware build; use an emulated target "
                            "(qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
-    if tgt.image != tgt.name:
-        tgt = get_target(tgt.image)
-    tgt = pio.for_framework(tgt, framework)
     out = Path(output)
-    upload = pio.upload_command(out)
-    platform = tgt.platformio.get("platform", "")
     with buildfolder.locked(out):
-        if reuse and train is None:
-            elf = pio.firmware_current(out, tgt, f"model {model.hash()}  layout {layout}  variant {variant}")
-            if elf is not None and f"; target {tgt.name}:" in (out / "platformio.ini").read_text(encoding="utf-8"):
-                size = pio.flash_size(elf)
-                return BuildResult(out, elf, size.flash, size.ram, 0.0, upload, up_to_date=True)
-        pio.write_project(model, out, target=tgt, layout=layout, variant=variant, train=train)
-        if not pio.offline(tgt) and not pio.platform_installed(platform):
-            return BuildResult(out, None, None, None, 0.0, upload)
-        t0 = time.perf_counter()
-        elf = pio.build(out, verbose=verbose, target=tgt)
-        seconds = time.perf_counter() - t0
-    size = pio.check_size(elf, tgt)
-    return BuildResult(out, elf, size.flash, size.ram, seconds, upload)
+        b = build(model, tgt, out, layout=layout, variant=variant, train=train, framework=framework,
+                  reuse=reuse, verbose=verbose)
+    return BuildResult(out, b.path, b.flash_bytes, b.ram_bytes, b.seconds, pio.upload_command(out),
+                       up_to_date=b.reused)
 
 
 def start_emulator(target, elf, *, port: int | None = None):

@@ -44,7 +44,6 @@ are always killed before :func:`run_hil` returns or raises.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,7 @@ from treegen.core import targets as _targets
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model
 from treegen.core.version import __version__
+from treegen.device.build import built_model, image_target, reusable_firmware  # noqa: F401 (re-exported)
 from treegen.device.protocol import CAP_PROBA, BenchResult, CounterUnit, DeviceClient, DeviceInfo
 
 DEFAULT_TIMEOUT = 10.0          # seconds per request
@@ -178,91 +178,28 @@ class Firmware:
         return f"q15-{self.layout}-{self.variant}"
 
 
-_BUILD_LINE = re.compile(r"^; model (\S+)  layout (\S+)  variant (\S+)$", re.M)
-
-
-def built_model(build_dir, target) -> tuple[str, str, str] | None:
-    """(model hash, layout, variant as asked) of the PlatformIO project in ``build_dir`` for ``target``
-    (``treegen build``/``flash``/``hil`` write them into platformio.ini), or None."""
-    tgt = _target(target)
-    try:
-        ini = (Path(build_dir) / "platformio.ini").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    m = _BUILD_LINE.search(ini)
-    if m is None or f"; target {tgt.name}:" not in ini:
-        return None
-    return m.group(1), m.group(2), m.group(3)
-
-
-def reusable_firmware(model: Model, target, build_dir, *, layout: str, variant: str) -> Path | None:
-    """The firmware.elf of a complete build in ``build_dir`` (e.g. by ``treegen build -o DIR``) of this
-    model for ``target`` with this layout and (resolved) variant, without on-device training; else None.
-    "Complete" is the build folder's stamp (:mod:`treegen.device.buildfolder`): the ELF was built from
-    the project as it is now."""
-    from treegen.device import platformio as pio
-    from treegen.emit.export import resolve_variant
-
-    tgt = _target(target)
-    built = built_model(build_dir, tgt)
-    if built is None or built[0] != model.hash() or built[1] != layout:
-        return None
-    try:
-        if resolve_variant(built[2], tgt, "q15") != resolve_variant(variant, tgt, "q15"):
-            return None
-    except TreegenError:
-        return None
-    if (Path(build_dir) / "src" / "tg_train.c").exists():      # built with --train: another firmware
-        return None
-    return pio.firmware_current(build_dir, tgt, f"model {model.hash()}  layout {layout}  variant {built[2]}")
-
-
 def build_firmware(model: Model, target, build_dir, *, layout: str = "table", variant: str = "auto",
                    reuse: bool = True) -> Firmware:
     """Generate and build the harness for ``model``: native (host compiler) or an emulated board
-    (offline PlatformIO). Real boards are built and flashed with ``treegen flash``.
+    (offline PlatformIO), through :func:`treegen.device.build.build`. Real boards are built and
+    flashed with ``treegen flash``.
 
     ``reuse`` (emulated boards): a complete build of the same model, layout and variant already in
     ``build_dir`` (``treegen build -o DIR``) is used as it is (``Firmware.reused``); a build of another
     model there is replaced (``Firmware.replaced`` = its model hash)."""
+    from treegen.device.build import build
     from treegen.emit.export import LAYOUTS, _choice, resolve_variant
 
     tgt = _target(target)
     _choice(layout, LAYOUTS, "layout")
     resolved = resolve_variant(variant, tgt, "q15")
-    out = Path(build_dir)
-    t0 = time.perf_counter()
-    if tgt.kind == "host":
-        from treegen.device.firmware import build_native
-
-        exe = build_native(model, out, layout=layout, variant=variant)
-        return Firmware(tgt.name, exe, layout, resolved, None, None, time.perf_counter() - t0, out)
-    if tgt.kind == "emulated":
-        from treegen.device import platformio as pio
-
-        tgt = image_target(tgt)         # a QEMU machine running a board's image: build that board's
-        if reuse:
-            elf = reusable_firmware(model, tgt, out, layout=layout, variant=variant)
-            if elf is not None:
-                size = pio.check_size(elf, tgt)
-                return Firmware(tgt.name, elf.resolve(), layout, resolved, size.flash, size.ram, 0.0, out,
-                                reused=True)
-        before = built_model(out, tgt)
-        replaced = before[0] if before is not None and before[0] != model.hash() else None
-        pio.write_project(model, out, target=tgt, layout=layout, variant=variant)
-        elf = pio.build(out, target=tgt)
-        seconds = time.perf_counter() - t0
-        size = pio.check_size(elf, tgt)
-        return Firmware(tgt.name, elf, layout, resolved, size.flash, size.ram, seconds, out, replaced=replaced)
-    raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built by treegen hil: flash the board with "
-                       f"'treegen flash MODEL --target {tgt.name} --port PORT', then pass --port")
-
-
-def image_target(target) -> _targets.Target:
-    """The target a firmware is built for: the board whose image an emulated target runs (key
-    ``image``: qemu-netduinoplus2 -> nucleo_f446re), else the target itself."""
-    tgt = _target(target)
-    return tgt if tgt.image == tgt.name else _targets.get(tgt.image)
+    if tgt.kind not in ("host", "emulated"):
+        raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built by treegen hil: flash the board with "
+                           f"'treegen flash MODEL --target {tgt.name} --port PORT', then pass --port")
+    b = build(model, tgt, build_dir, layout=layout, variant=variant, reuse=reuse and tgt.kind == "emulated")
+    path = b.path.resolve() if b.reused else b.path
+    return Firmware(b.target.name, path, layout, resolved, b.flash_bytes, b.ram_bytes, b.seconds, b.project,
+                    reused=b.reused, replaced=b.replaced)
 
 
 def existing_firmware(model: Model, target, build_dir, *, layout: str | None, variant: str | None) -> Firmware | None:

@@ -31,7 +31,8 @@ def uploader_for(target, override: str | None = None) -> str:
     if choice not in UPLOADERS:
         raise TreegenError(f"unknown uploader {choice!r} (choose from {', '.join(UPLOADERS)})")
     if choice == "pyocd" and not t.upload.get("pyocd_target"):
-        raise TreegenError(f"target {t.name!r} has no pyOCD part name ([upload] pyocd_target): use --uploader platformio")
+        raise TreegenError(f"target {t.name!r} has no pyOCD part name ([upload] pyocd_target): "
+                           "use --uploader platformio")
     return choice
 
 
