@@ -161,6 +161,21 @@ BAD = [
     ("mve not bool", lambda s: s.replace("dsp = true", 'dsp = true\nmve = "yes"'), "key 'mve' must be bool"),
     ("bad ram base", lambda s: s.replace("uart_base = 0x40004000", 'uart_base = 0x40004000\nram_base = "x"'),
      "[emulator] key 'ram_base' must be int"),
+    # board support ([soc], image, [upload]): the bare-metal ports' data
+    ("bare-metal board without soc", lambda s: s.replace('kind = "emulated"', 'kind = "board"').replace(
+        'uart = "cmsdk_uart"', 'uart = "stm32_usart"').replace('[platformio]\nplatform = "treegen-qemu"', ""),
+     "needs a [soc] table"),
+    ("soc without ram_base", lambda s: s.replace('kind = "emulated"', 'kind = "board"').replace(
+        'uart = "cmsdk_uart"', 'uart = "stm32_usart"').replace(
+        '[platformio]\nplatform = "treegen-qemu"', "[soc]\nflash_base = 0x08000000"),
+     "[soc] is missing key 'ram_base'"),
+    ("bad soc define", lambda s: s + "\n[soc]\nflash_base = 0\nram_base = 0\n[soc.defines]\nUART_BASE = 1\n",
+     "[soc.defines] 'UART_BASE' must be TG_NAME = int or string"),
+    ("image on a board", lambda s: s.replace('kind = "emulated"', 'kind = "board"\nimage = "nucleo_f446re"'),
+     "key 'image' (a board's name) is for emulated targets only"),
+    ("bad uart_index", lambda s: s.replace("uart_base = 0x40004000", 'uart_base = 0x40004000\nuart_index = "1"'),
+     "[emulator] key 'uart_index' must be int"),
+    ("bad pyocd target", lambda s: s + "\n[upload]\npyocd_target = 446\n", "[upload] key 'pyocd_target' must be str"),
 ]
 
 
