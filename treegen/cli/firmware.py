@@ -15,6 +15,9 @@ from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
 
+FRAMEWORKS = ("baremetal", "arduino")      # treegen.device.platformio.FRAMEWORKS (not imported: device is lazy)
+UPLOADERS = ("pyocd", "platformio")         # treegen.device.upload.UPLOADERS
+
 
 def register(sub) -> None:
     """Add build and flash to the subcommands ``sub``."""
@@ -28,6 +31,11 @@ def register(sub) -> None:
     p.add_argument("--port", metavar="P",
                    help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
+    p.add_argument("--uploader", choices=UPLOADERS, default=None,
+                   help="boards: pyocd (default for the ST and Nordic boards: ST-LINK / CMSIS-DAP probes) or "
+                        "platformio (pio run -t upload)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="boards: build, print the exact upload command, do not run it")
     p.set_defaults(func=cmd_flash)
 
 
@@ -42,6 +50,9 @@ def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
                    help="oblique multiply-accumulate: scalar, dsp, mve or auto (default auto)")
+    p.add_argument("--framework", choices=FRAMEWORKS, default="baremetal",
+                   help="boards: baremetal (default: register-level port, built offline) or arduino (the "
+                        "official PlatformIO platform and Arduino core, online)")
     g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
     g.add_argument("--train", action="store_true",
                    help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
@@ -103,13 +114,16 @@ def _build_firmware(model, target, out: Path, args, train=None, reuse: bool = Fa
     from treegen.device.commands import build_firmware
 
     res = build_firmware(model, target, out, layout=args.layout, variant=args.variant, train=train,
-                         verbose=args.verbose, reuse=reuse)
+                         verbose=args.verbose, reuse=reuse, framework=getattr(args, "framework", "baremetal"))
     if res.elf is None:
         return res
     if res.up_to_date:
         print(f"firmware        {res.elf}  (up to date)")
         return res
     print(f"firmware        {res.elf}")
+    if res.bin is not None:
+        print(f"binary          {res.bin}")
+    print(f"image sha256    {res.image_sha256}  (loadable sections)")
     _print_size(res.flash_bytes, res.ram_bytes, target)
     print(f"build time      {res.seconds:.1f} s")
     return res
@@ -123,9 +137,11 @@ def cmd_build(args) -> int:
     train = _train_spec(args, model, target)
     res = _build_firmware(model, target, out, args, train=train)
     if res.elf is not None:
+        extra = f" --train --data {args.data}" if train is not None else ""
         if target.kind == "emulated":
-            extra = f" --train --data {args.data}" if train is not None else ""
             print(f"run             treegen flash {args.model} --target {target.name} -o {out}{extra}")
+        elif args.framework == "baremetal":
+            print(f"upload          treegen flash {args.model} --target {target.name} -o {out}{extra}")
     else:
         platform = target.platformio.get("platform", "")
         print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "
@@ -145,10 +161,16 @@ def cmd_flash(args) -> int:
     from treegen.device.commands import start_emulator
 
     model, target, out = _firmware_project(args)
+    if target.kind == "board" and args.framework == "baremetal" and target.uart != "arduino":
+        return _flash_baremetal(model, target, out, args)
+    if args.dry_run or args.uploader == "pyocd":
+        raise TreegenError("--dry-run and --uploader pyocd are for the bare-metal build of a board "
+                           "(--framework baremetal)")
     train = _train_spec(args, model, target)
     if target.kind == "board":
         from treegen.device.commands import upload_firmware
 
+        target = pio.for_framework(target, args.framework)
         pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         pio.check_board_platform(target, out)     # seconds, not PlatformIO's ~60 s wait for its registry
         print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
@@ -185,3 +207,41 @@ def cmd_flash(args) -> int:
     raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
 
 
+
+
+def _flash_baremetal(model, target, out: Path, args) -> int:
+    """``treegen flash`` for a board's bare-metal build: build offline, then upload with the board's
+    uploader (pyOCD: probe checked first, a second, one line naming the probe when none is there)."""
+    from treegen.device import platformio as pio
+    from treegen.device import processes
+    from treegen.device import upload as up
+    from treegen.device.commands import upload_firmware
+
+    uploader = up.uploader_for(target, args.uploader)
+    if uploader == "pyocd" and not args.dry_run:
+        up.check_probe(target)                  # before building: no probe -> one line, exit 2
+        up.check_part(target)
+    train = _train_spec(args, model, target)
+    res = _build_firmware(model, target, out, args, train=train, reuse=train is None)
+    if uploader == "platformio":
+        cmd = pio.upload_command(out, port=args.port)
+    else:
+        cmd = up.upload_command(target, res.elf)
+    print(f"upload          {' '.join(cmd)}", flush=True)
+    if args.dry_run:
+        if uploader == "pyocd":
+            try:
+                up.check_part(target)
+            except TreegenError as exc:          # a part from a CMSIS pack: say what to install
+                print(f"note            {exc}")
+        return 0
+    if uploader == "platformio":
+        rc = upload_firmware(out, port=args.port)
+    else:
+        try:
+            rc = processes.run(cmd)
+        except OSError as exc:
+            raise TreegenError(f"cannot run {cmd[0]}: {exc.strerror or exc}") from None
+    if rc != 0:
+        raise TreegenError(f"{uploader} upload failed (exit {rc}); see its output above")
+    return 0

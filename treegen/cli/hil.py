@@ -125,6 +125,8 @@ def _print_hil(r: dict) -> None:
         else:
             built = ""
         print(f"firmware        {r['firmware']}{built}")
+    if r.get("image_sha256"):
+        print(f"image sha256    {r['image_sha256']}  ({r['image']} image, loadable sections)")
     if r["flash_bytes"] is not None:
         print(f"flash / RAM     {r['flash_bytes']} / {r['ram_bytes']} bytes")
     d = r["device"]
