@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, kib, model_names
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
 from treegen.core.model import load
@@ -34,18 +35,20 @@ def register(sub) -> None:
 def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("--target", required=True, metavar="T",
-                   help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see 'treegen targets')")
-    p.add_argument("-o", "--output", metavar="DIR",
-                   help="PlatformIO project directory (default: build/<model>-<target>)")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("--target", required=True, metavar="T",
+                          help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see "
+                               "'treegen targets')"), "target")
+    output(p.add_argument("-o", "--output", metavar="DIR",
+                          help="PlatformIO project directory (default: build/<model>-<target>)"),
+           "project directory", "folder")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
                    help="oblique multiply-accumulate: scalar, dsp, mve or auto (default auto)")
     g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
     g.add_argument("--train", action="store_true",
                    help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
-    g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine")
+    input_(g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine"), "data")
     g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
     g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")

@@ -21,6 +21,7 @@ import warnings
 
 from treegen.cli import compare, export, firmware, hil, models, plot
 from treegen.cli.common import CLIError, HilFailed, Interrupted
+from treegen.cli.paths import check_command
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 
@@ -97,7 +98,8 @@ def _main(argv: list[str] | None) -> int:
             if args.command is None:                 # bare 'treegen': the overview, not an error
                 parser.print_help()
                 return 0
-            return int(args.func(args) or 0)
+            with check_command(parser, args):     # no output may destroy an input; '-' = stdout
+                return int(args.func(args) or 0)
     except TreegenError as exc:
         if isinstance(exc, HilFailed):
             print(f"{PROG}: hil failed: {' '.join(str(exc).split())}", file=sys.stderr)
