@@ -55,6 +55,9 @@ def register(sub) -> None:
                           help="finished tasks, one per line (default OUT.tasks.jsonl beside --json; "
                                "compare.tasks.jsonl with --json -); tasks found there are not run again"),
            "results file", "file")
+    p.add_argument("--skip-bad-results", action="store_true",
+                   help="leave out (with a warning) lines of the results file that are not valid task records "
+                        "of this comparison, and run their tasks again (default: refuse, naming the line)")
     add_scheduler_option(p)
     p.add_argument("--workers", type=int_at_least(1, "an integer"), metavar="N",
                    help="worker processes of the local cluster (default: one per core)")
@@ -236,7 +239,8 @@ def cmd_compare(args) -> int:
     try:
         run = _cmp.run_comparison(data, methods, folds=args.folds, repeats=args.repeats, seed=args.seed,
                                   results=results_path, scheduler=args.scheduler, workers=args.workers,
-                                  measure=measure, on_start=on_start, on_result=on_result)
+                                  measure=measure, on_start=on_start, on_result=on_result,
+                                  skip_bad_results=args.skip_bad_results)
     except KeyboardInterrupt:
         if state["bar"] is not None:
             state["bar"].close()

@@ -49,6 +49,7 @@ import numpy as np
 from treegen.core import stats
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
+from treegen.learn.compare_results import ResultsFile
 from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
 from treegen.learn.estimators import ALGORITHMS
 
@@ -270,66 +271,7 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
 
 
 # ---------------------------------------------------------------------- the results file
-class ResultsFile:
-    """Finished tasks, one JSON object per line, appended as they arrive (``path`` None: in memory only).
-
-    Lines that do not parse (a run killed while writing) are ignored; records are looked up by ``key``,
-    so a file may hold tasks of other comparisons too (they are kept, and not used).
-    """
-
-    def __init__(self, path: str | os.PathLike | None):
-        self.path = None if path is None else Path(path)
-        self.records: dict[str, dict] = {}
-        self.ignored_lines = 0
-        if self.path is not None and self.path.exists():
-            if self.path.is_dir():
-                raise TreegenError(f"results file {self.path} is a directory")
-            try:
-                text = self.path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise TreegenError(f"cannot read results file {self.path}: {exc}") from None
-            for line in text.splitlines():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    self.ignored_lines += bool(line.strip())
-                    continue
-                if isinstance(rec, dict) and isinstance(rec.get("key"), str):
-                    self.records[rec["key"]] = rec
-                else:
-                    self.ignored_lines += 1
-
-    def done(self, tasks: Iterable[Task]) -> dict[str, dict]:
-        """The finished records among ``tasks`` (by key). A task finished by an older treegen (record
-        version 1: the same fit, accuracy in percent) is taken from its record, the accuracy recomputed
-        as correct rows / test rows — the very float ``run_task`` gives (``"converted_from"`` names the
-        old key); the converted record is appended."""
-        out = {}
-        for t in tasks:
-            if t.key in self.records:
-                out[t.key] = self.records[t.key]
-            elif t.key_v1 and t.key_v1 in self.records:
-                old = self.records[t.key_v1]
-                n_test = int(old["n_test"])
-                correct = int(round(float(old["accuracy"]) * n_test / 100.0))
-                rec = {**old, "key": t.key, "accuracy": correct / n_test, "converted_from": t.key_v1}
-                self.add(rec)
-                out[t.key] = rec
-        return out
-
-    def add(self, record: dict) -> None:
-        self.records[record["key"]] = record
-        if self.path is None:
-            return
-        try:
-            with open(self.path, "a+", encoding="utf-8") as fh:
-                if fh.tell() > 0:        # a line cut short by a killed run must not swallow this one
-                    fh.seek(fh.tell() - 1)
-                    if fh.read(1) != "\n":
-                        fh.write("\n")
-                fh.write(json.dumps(record, allow_nan=False) + "\n")
-        except OSError as exc:
-            raise TreegenError(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
+# (treegen.learn.compare_results: every line validated, records checked against their tasks)
 
 
 # ---------------------------------------------------------------------- Dask
@@ -544,11 +486,12 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
                    seed: int = 0, results: str | os.PathLike | None = None, scheduler: str | None = None,
                    workers: int | None = None, measure: Callable | None = None,
                    on_start: Callable[[int, int, int], None] | None = None,
-                   on_result: Callable[[dict], None] | None = None) -> dict:
+                   on_result: Callable[[dict], None] | None = None, skip_bad_results: bool = False) -> dict:
     """Every (dataset, method, repetition, fold) task on a Dask cluster, then the summary: what
     ``treegen compare`` computes (the command adds the printing and the files).
 
-    ``results``: the JSONL results file (tasks found there are not run again; None = in memory);
+    ``results``: the JSONL results file (tasks found there are not run again; None = in memory; a bad
+    line raises :class:`TreegenError` naming it, or is skipped with a warning if ``skip_bad_results``);
     ``scheduler``: a running Dask scheduler (default: a local cluster of ``workers`` processes);
     ``measure(estimator, X_train) -> dict``: extra figures per task (e.g.
     :class:`treegen.device.footprint.FlashSize`); ``on_start(n_tasks, n_done, n_pending)`` once the
@@ -560,7 +503,7 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     included — the compute behind the table, wherever and whenever it ran).
     """
     tasks = plan(data, methods, folds=folds, repeats=repeats, seed=seed)
-    store = ResultsFile(results)
+    store = ResultsFile(results, skip_bad=skip_bad_results)
     done = store.done(tasks)
     if measure is not None:   # records made without a measure do not have its figures
         done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
