@@ -16,7 +16,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from treegen.cli.common import int_at_least
+from treegen.cli.common import int_at_least, scheduler_address
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
 from treegen.core.errors import TreegenError
@@ -29,7 +29,7 @@ DEFAULT_RESULTS = "compare.tasks.jsonl"
 
 
 def add_scheduler_option(p) -> None:
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    p.add_argument("--scheduler", type=scheduler_address, metavar="tcp://HOST:PORT",
                    help="run the tasks on this running Dask scheduler (default: a local cluster)")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_at_least, int_range, job_count,
-                                model_names, nonneg_float, params_text, pct, positive_float, table)
+                                model_names, nonneg_float, params_text, pct, positive_float, scheduler_address, table)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
@@ -284,7 +284,7 @@ def register(sub) -> None:
                    help="number of repetitions (default 1)")
     p.add_argument("--jobs", type=job_count, default=1, metavar="J",
                    help="parallel jobs (joblib n_jobs; -1 = all cores; default 1)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    p.add_argument("--scheduler", type=scheduler_address, metavar="tcp://HOST:PORT",
                    help="run the folds on this running Dask scheduler (joblib's Dask backend; --jobs is ignored)")
     output(p.add_argument("--json", metavar="FILE", help="also write the figures (and every fold) as JSON"),
            "JSON file")

@@ -36,7 +36,6 @@ import math
 import os
 import re
 import signal
-import socket
 import threading
 import time
 import warnings
@@ -50,6 +49,7 @@ from treegen.core import stats
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
 from treegen.learn.compare_results import ResultsFile
+from treegen.learn.scheduler import parse_address, probe
 from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
 from treegen.learn.estimators import ALGORITHMS
 
@@ -306,27 +306,21 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
 
     An unreachable scheduler raises :class:`TreegenError` after ``timeout`` seconds.
     """
+    if scheduler is not None:     # checked before Dask is imported (seconds): refused addresses fail fast
+        if workers is not None:
+            raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
+        host, port, address = parse_address(scheduler)    # foo://, no port: refused before any connection
+        probe(host, port, timeout)     # refused, black hole, silent, another protocol: one line within timeout
     distributed = _distributed()
     if quiet_logs:   # Dask's own log lines (tracebacks of lost connections ...): the caller reports errors
         for name in ("distributed", "distributed.client", "distributed.scheduler", "distributed.worker",
                      "distributed.nanny", "distributed.core", "distributed.comm", "distributed.batched"):
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     if scheduler is not None:
-        if workers is not None:
-            raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
-        address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
         fail = f"cannot reach the Dask scheduler at {scheduler}"
-        if address.startswith("tcp://"):   # a refused or unroutable address fails here, without Dask's retries
-            host, _, port = address[len("tcp://"):].rpartition(":")
-            if not host or not port.isdigit():
-                raise TreegenError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
-            try:
-                socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-            except OSError as exc:
-                raise TreegenError(f"{fail}: {exc.strerror or type(exc).__name__}") from None
         try:
             client = distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
+        except (OSError, TimeoutError, ValueError, distributed.comm.CommClosedError) as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             if len(reason) > 160:
                 reason = reason[:157] + "..."
