@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 import tomllib
 from pathlib import Path
@@ -241,13 +242,15 @@ def cmd_compare(args) -> int:
                                   results=results_path, scheduler=args.scheduler, workers=args.workers,
                                   measure=measure, on_start=on_start, on_result=on_result,
                                   skip_bad_results=args.skip_bad_results)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:      # Ctrl-C, or SIGTERM/SIGHUP (Interrupted): 128 + the signal number
         if state["bar"] is not None:
             state["bar"].close()
         if not state["total"]:
             raise
-        print(f"treegen: interrupted: {kept()}", file=sys.stderr)
-        return 130
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+        print(f"treegen: interrupted{by}: {kept()}", file=sys.stderr)
+        return 128 + signum
     except TreegenError as exc:
         if not state["total"]:
             raise

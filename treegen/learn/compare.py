@@ -48,6 +48,7 @@ import numpy as np
 from treegen.core import stats
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
+from treegen.learn.cluster_signals import children_ignore_sigint, deferred_stop_signals, raise_deferred
 from treegen.learn.compare_results import ResultsFile
 from treegen.learn.scheduler import parse_address, probe
 from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
@@ -285,20 +286,6 @@ def _distributed():
 
 
 @contextlib.contextmanager
-def _workers_ignore_sigint():
-    """Start processes with SIGINT ignored (inherited across exec): Ctrl-C in a terminal signals the whole
-    process group, and only this process should react — by cancelling the tasks and closing the cluster."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
 def dask_client(scheduler: str | None = None, workers: int | None = None, *, timeout: float = 5.0,
                 quiet_logs: bool = True) -> Iterator:
     """A ``distributed.Client``: connected to ``scheduler`` (``tcp://HOST:PORT``), or to a local cluster
@@ -333,12 +320,15 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
     n = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise TreegenError(f"workers must be an integer >= 1, got {workers!r}")
-    with warnings.catch_warnings(), _workers_ignore_sigint():
+    # workers ignore a terminal's Ctrl-C (treegen closes them); a stop signal during the start-up is acted
+    # on once the cluster exists, so that it is closed with every process (treegen.learn.cluster_signals)
+    with warnings.catch_warnings(), children_ignore_sigint(), deferred_stop_signals() as got:
         warnings.filterwarnings("ignore", message="Port .* is already in use")   # its HTTP server moves elsewhere
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                            scheduler_port=0, host="127.0.0.1",
                                            silence_logs=logging.CRITICAL + 1 if quiet_logs else logging.WARNING)
     try:
+        raise_deferred(got)
         client = distributed.Client(cluster, set_as_default=False)
         try:
             yield client
