@@ -268,3 +268,20 @@ def test_every_path_argument_is_declared():
             if not (hasattr(a, "treegen_input") or hasattr(a, "treegen_output")) and a.dest not in NOT_PATHS:
                 undeclared.append(f"{command} {'/'.join(a.option_strings) or a.dest}")
     assert not undeclared, f"declare these with treegen.cli.paths.input_/output (or add to NOT_PATHS): {undeclared}"
+
+
+@pytest.mark.parametrize("command", ["build", "flash", "hil"])
+def test_the_default_build_folder_is_checked_too(files, tmp_path, capsys, monkeypatch, command):
+    """Without -o, build/flash/hil write build/<model>-<target>: a model kept there is refused as with -o."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "build" / "m-native"
+    folder.mkdir(parents=True)
+    shutil.copy(files["model"], folder / "m.json")
+    target = "native" if command == "hil" else "qemu-m4"
+    if command != "hil":
+        folder = folder.rename(tmp_path / "build" / "m-qemu-m4")
+    argv = [command, folder / "m.json", "--target", target] + (["--data", files["data"]] if command == "hil" else [])
+    before = _snapshot(tmp_path)
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and err.count("\n") == 1 and "an input of this command" in err, (code, err)
+    assert _snapshot(tmp_path) == before

@@ -12,6 +12,7 @@ from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
 from treegen.core.model import load
+from treegen.core.output import Output, check_paths
 from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
@@ -61,9 +62,11 @@ def _firmware_project(args):
     if target.kind not in ("emulated", "board"):
         raise TreegenError(f"target {target.name!r} (kind {target.kind!r}) has no firmware build; use an "
                            "emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
-    model = load(args.model)
     stem = Path(args.model).name.removesuffix(".json")
     out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    if args.output is None:     # the default folder: checked as -o DIR was (treegen.cli.paths)
+        check_paths([Output(str(out), "project directory", "folder")], [args.model, args.data])
+    model = load(args.model)
     return model, target, out
 
 

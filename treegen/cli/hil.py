@@ -11,7 +11,7 @@ from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.model import load
-from treegen.core.output import write_json, write_text
+from treegen.core.output import Output, check_paths, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
@@ -73,6 +73,8 @@ def cmd_hil(args) -> int:
         raise DataError(f"{args.data} has no rows")
     stem = Path(args.model).name.removesuffix(".json")
     out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    if args.output is None and args.port is None:   # the default folder: checked as -o DIR was (cli.paths)
+        check_paths([Output(str(out), "build directory", "folder")], [args.model, args.data])
     print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
     print(f"target          {target.name}  ({target.kind}: {target.description})")
     print(f"data            {args.data}  ({ds.n_rows} rows)", flush=True)
