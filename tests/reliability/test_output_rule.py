@@ -191,14 +191,16 @@ def test_the_issue_cases(files, tmp_path, capsys):
         ["export", t / "d.csv", "--train", "--target", "native", "--json", t / "d.csv", "-o", t / "lib"],
         ["export", t / "ex" / "mm.h", "--target", "native", "-o", t / "ex"],
         ["export", t / "ex" / "mm.h", "--target", "native", "-o", t / "ex", "--name", "mm", "--force"],
+        ["targets", "--json", ROOT / "targets" / "native.toml"],           # a shipped target file
+        ["export", t / "m.json", "--target", "native", "-o", t / "o", "--json", ROOT / "targets" / "native.toml"],
     ]
-    before = _snapshot(t)
+    before = _snapshot(t), (ROOT / "targets" / "native.toml").read_bytes()
     for argv in cases:
         code, out, err = run_cli(capsys, argv)
         lines = err.splitlines()
         assert code == 2 and len(lines) == 1 and lines[0].startswith("treegen: error: "), (argv, code, err)
         assert "an input of this command" in lines[0] or "the same file" in lines[0], (argv, lines[0])
-    assert _snapshot(t) == before
+    assert (_snapshot(t), (ROOT / "targets" / "native.toml").read_bytes()) == before
 
 
 def _stdout_cases():

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 
 from treegen.core.output import STDOUT, Output, check_paths, stdout_for_data
+from treegen.core.targets import targets_dir
 
 #: what an input argument holds (the reliability tests pick a file of that kind for it)
 INPUT_KINDS = ("model", "data", "model-or-data", "dataset", "report", "params", "target")
@@ -54,8 +55,15 @@ def declared(sub: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[li
             what, kind = action.treegen_output
             outputs += [Output(v, what, kind) for v in _values(value)]
         if hasattr(action, "treegen_input"):
-            inputs += _values(value)
+            inputs += [_target_file(v) if action.treegen_input == "target" else v for v in _values(value)]
+    if args.command == "targets":           # it reads every shipped target file
+        inputs += [str(p) for p in sorted(targets_dir().glob("*.toml"))]
     return outputs, inputs
+
+
+def _target_file(value: str) -> str:
+    """The file a ``--target`` value reads: a path ending in .toml, or a shipped target's file."""
+    return value if value.endswith(".toml") else str(targets_dir() / f"{value}.toml")
 
 
 def check_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> contextlib.AbstractContextManager:
