@@ -91,7 +91,9 @@ def test_skip_bad_results_leaves_the_line_out_so_its_task_runs_again(finished, t
         done = store.done(tasks)
     assert done == {}                                 # neither is used: both tasks run again
     assert [s.split(":")[0] for s in store.skipped] == ["line 1", "line 2"]
-    assert any("skipped 1 bad line(s)" in str(w.message) for w in caught)
+    said = [str(w.message) for w in caught]
+    assert any("skipped 1 bad line(s)" in m and "line 1: n_test" in m for m in said), said
+    assert any("skipped 1 bad line(s)" in m and "line 2: the record" in m and "has seed 99" in m for m in said), said
     assert [t.key for t in tasks if t.key not in done] == [t.key for t in tasks]   # pending: run again
 
 

@@ -122,9 +122,13 @@ class ResultsFile:
                 continue
             self.records[rec["key"]] = rec
             self.line_of[rec["key"]] = number
-        if self.skipped:
-            warnings.warn(f"results file {self.path}: skipped {len(self.skipped)} bad line(s) (--skip-bad-results): "
-                          f"{self.skipped[0]}{' ...' if len(self.skipped) > 1 else ''}", UserWarning, stacklevel=2)
+        self._warn_skipped(0)
+
+    def _warn_skipped(self, since: int) -> None:
+        new = self.skipped[since:]
+        if new:
+            warnings.warn(f"results file {self.path}: skipped {len(new)} bad line(s) (--skip-bad-results): "
+                          f"{new[0]}{' ...' if len(new) > 1 else ''}", UserWarning, stacklevel=3)
 
     def _where(self, number: int) -> str:
         return f"results file {self.path} line {number}"
@@ -153,7 +157,7 @@ class ResultsFile:
         A task finished by an older treegen (record version 1: the same fit, accuracy in percent) is
         taken from its record, the accuracy recomputed as correct rows / test rows — the very float
         ``run_task`` gives (``"converted_from"`` names the old key); the converted record is appended."""
-        out = {}
+        out, skipped_before = {}, len(self.skipped)
         for t in tasks:
             key, percent = (t.key, False) if t.key in self.records else \
                 (t.key_v1, True) if t.key_v1 and t.key_v1 in self.records else (None, False)
@@ -174,6 +178,7 @@ class ResultsFile:
                 rec = {**rec, "key": t.key, "accuracy": correct / rec["n_test"], "converted_from": t.key_v1}
                 self.add(rec)
             out[t.key] = rec
+        self._warn_skipped(skipped_before)
         return out
 
     def add(self, record: dict) -> None:
