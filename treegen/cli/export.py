@@ -28,8 +28,8 @@ def register(sub) -> None:
     p = sub.add_parser("export", help="generate fixed-point (Q15) or float32 C for a target")
     add_ignore_names(p)
     add_csv_options(p)
-    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o); with --train also a training CSV"),
-           "model-or-data")
+    input_(p.add_argument("model", metavar="MODEL",
+                          help="model file (treegen fit -o); with --train also a training CSV"), "model-or-data")
     input_(p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')"), "target")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table",
                    help="table: const node arrays + a loop; unrolled: one code block per node (default table)")
@@ -41,8 +41,8 @@ def register(sub) -> None:
                    help="ensembles: soft (mean leaf class probabilities, + tg_<name>_predict_proba), hard "
                         "(majority of classes), auto (the model's own: soft for imported RandomForest/ExtraTrees)")
     p.add_argument("--name", metavar="NAME", help="C identifier of the model (default: the model file name)")
-    input_(p.add_argument("--data", metavar="CSV", help="labelled data: fixed-vs-float agreement, accuracy, example rows"),
-           "data")
+    input_(p.add_argument("--data", metavar="CSV",
+                          help="labelled data: fixed-vs-float agreement, accuracy, example rows"), "data")
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
     output(p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if missing)"),
            "output directory", "folder")
@@ -66,8 +66,8 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("targets", help="list the targets code can be exported for")
-    output(p.add_argument("--json", metavar="FILE", help="also write the targets (every field of targets/*.toml) as JSON"),
-           "JSON file")
+    output(p.add_argument("--json", metavar="FILE",
+                          help="also write the targets (every field of targets/*.toml) as JSON"), "JSON file")
     p.set_defaults(func=cmd_targets)
 
 

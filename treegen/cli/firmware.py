@@ -49,7 +49,8 @@ def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
     g.add_argument("--train", action="store_true",
                    help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
-    input_(g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine"), "data")
+    input_(g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine"),
+           "data")
     g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
     g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")

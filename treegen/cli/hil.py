@@ -32,7 +32,8 @@ def register(sub) -> None:
                    help="use the device running at this serial port or pyserial URL (/dev/ttyACM0, "
                         "socket://127.0.0.1:PORT); required for real boards (flashed with 'treegen flash'). "
                         "Without it, native and emulated targets are built and started here")
-    input_(p.add_argument("--data", required=True, metavar="CSV", help="rows to stream (label column optional)"), "data")
+    input_(p.add_argument("--data", required=True, metavar="CSV", help="rows to stream (label column optional)"),
+           "data")
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default=None,
                    help="model code layout to build (default table; with --port: checked against the device)")
@@ -46,8 +47,8 @@ def register(sub) -> None:
                    help="seconds to wait for each response (default 10)")
     p.add_argument("--bench-iters", type=int_range(0, 65535), default=2000, metavar="N",
                    help="BENCH calls per timed row (default 2000; 0 = no BENCH)")
-    output(p.add_argument("--json", metavar="FILE", help="write the report as JSON (also when the run fails: ok false)"),
-           "JSON file")
+    output(p.add_argument("--json", metavar="FILE",
+                          help="write the report as JSON (also when the run fails: ok false)"), "JSON file")
     output(p.add_argument("--junit", metavar="FILE",
                           help="write JUnit XML: one testcase per check (hash, predictions, bench)"), "JUnit file")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -28,8 +28,8 @@ def register(sub) -> None:
     input_(p.add_argument("inputs", nargs="+", metavar="INPUT",
                           help="tree: MODEL; partition/confusion: MODEL DATA; cv/hil: one or more JSON reports"),
            "report")
-    output(p.add_argument("-o", "--output", required=True, metavar="FILE", help="picture to write (.svg, .png or .pdf)"),
-           "picture", "binary")
+    output(p.add_argument("-o", "--output", required=True, metavar="FILE",
+                          help="picture to write (.svg, .png or .pdf)"), "picture", "binary")
     p.add_argument("--features", metavar="A,B", help="partition: the two features to draw (default: the first two)")
     p.add_argument("--label", metavar="NAME", help="label column of DATA (default: last, if present)")
     p.set_defaults(func=cmd_plot)

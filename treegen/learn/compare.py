@@ -35,12 +35,9 @@ import logging
 import math
 import os
 import re
-import signal
-import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -50,9 +47,9 @@ from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
 from treegen.learn.cluster_signals import children_ignore_sigint, deferred_stop_signals, raise_deferred
 from treegen.learn.compare_results import ResultsFile
-from treegen.learn.scheduler import parse_address, probe
 from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
 from treegen.learn.estimators import ALGORITHMS
+from treegen.learn.scheduler import parse_address, probe
 
 #: fields of a task record that depend on the machine, not on the task (left out of comparisons)
 TIMING_FIELDS = ("train_seconds", "measure_seconds")
