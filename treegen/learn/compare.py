@@ -16,11 +16,12 @@ Pieces:
   (dataset contents, algorithm, parameters, folds, seed, repetition, fold).
 * :func:`run_task` — one task (runs on a worker); ``measure(estimator, X_train)`` may add figures
   (e.g. flash bytes of the export, which the learn layer cannot compute itself).
-* :class:`ResultsFile` — the resumable JSONL results file: one finished task per line, read back on a
-  rerun so finished tasks are skipped.
+* :class:`ResultsFile` (:mod:`treegen.learn.compare_results`) — the resumable JSONL results file: one
+  finished task per line, every line validated, read back on a rerun so finished tasks are skipped.
 * :func:`dask_client` / :func:`run_tasks` — the tasks on a Dask cluster (a local one sized to the
-  cores, or a running scheduler): datasets sent once to every worker, tasks submitted with the
-  dataset's future, results handed back as they finish; an interrupt cancels what is left.
+  cores, or a running scheduler, its address checked first: :mod:`treegen.learn.scheduler`): datasets
+  sent once to every worker, tasks submitted with the dataset's future, results handed back as they
+  finish; an interrupt cancels what is left (stop signals: :mod:`treegen.learn.cluster_signals`).
 * :func:`summarize` — per-cell mean ± 95 % CI, best method per dataset, average ranks, Friedman with
   Iman-Davenport + Nemenyi + Holm, and Wilcoxon for two methods.
 """
