@@ -322,9 +322,15 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
     # on once the cluster exists, so that it is closed with every process (treegen.learn.cluster_signals)
     with warnings.catch_warnings(), children_ignore_sigint(), deferred_stop_signals() as got:
         warnings.filterwarnings("ignore", message="Port .* is already in use")   # its HTTP server moves elsewhere
-        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                           scheduler_port=0, host="127.0.0.1",
-                                           silence_logs=logging.CRITICAL + 1 if quiet_logs else logging.WARNING)
+        try:
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                               dashboard_address=None, scheduler_port=0, host="127.0.0.1",
+                                               silence_logs=logging.CRITICAL + 1 if quiet_logs else logging.WARNING)
+        except (RuntimeError, OSError, TimeoutError) as exc:    # Dask closes what it started before raising
+            cluster, failure = None, " ".join(str(exc).split()) or type(exc).__name__
+    if cluster is None:
+        raise_deferred(got)      # a Ctrl-C that reached a worker as it started: the interrupt, not the failure
+        raise TreegenError(f"cannot start a local Dask cluster of {n} worker process(es): {failure}")
     try:
         raise_deferred(got)
         client = distributed.Client(cluster, set_as_default=False)
