@@ -237,3 +237,29 @@ def test_compare_sigterm_mid_run_exits_143(work, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("treegen: interrupted by SIGTERM: ") and "resumes" in lines[0], err
     kept = len(results.read_text().splitlines())
     assert 1 <= kept < 6 and f"{kept} of 6 tasks finished" in lines[0]
+
+
+@pytest.mark.parametrize("phase", ["pool-starting", "running"])
+def test_cv_ctrl_c_to_the_process_group(work, tmp_path, phase):
+    """Ctrl-C in a terminal reaches every process of the group: the joblib workers ignore it (no
+    KeyboardInterrupt tracebacks of their own), treegen stops them: one line, exit 130."""
+    err = open(tmp_path / "cv.err", "wb")
+    proc = popen("cv", work / "irs.csv", "--algo", "efti", "--engine", "python", "--max-iter", "100000000",
+                 "--folds", "2", "--jobs", "2", "-q", stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    err.close()
+    need = 1 if phase == "pool-starting" else 2
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(descendants(proc.pid)) < need and proc.poll() is None:
+        time.sleep(0.005)
+    if phase == "running":
+        time.sleep(1.0)
+    assert proc.poll() is None and descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("cv still running 20 s after Ctrl-C")
+    assert _session_gone(proc, 20), "cv workers left running after Ctrl-C"
+    text = (tmp_path / "cv.err").read_text()
+    assert proc.returncode == 130 and text.splitlines() == ["treegen: interrupted"], (proc.returncode, text[-3000:])
