@@ -51,3 +51,21 @@ def test_stop_signals_are_deferred_then_raised():
             raise_deferred([signal.SIGINT])
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def _sigint_ignored_here(_=None) -> bool:
+    with open("/proc/self/status") as fh:
+        ign = int(next(line for line in fh if line.startswith("SigIgn:")).split()[1], 16)
+    return bool(ign & (1 << (signal.SIGINT - 1)))
+
+
+def test_loky_workers_start_with_sigint_ignored():
+    """joblib's loky (cv --jobs, fit --jobs) starts its workers with its own fork_exec: patched too."""
+    from joblib.externals.loky import get_reusable_executor
+
+    with children_ignore_sigint():
+        executor = get_reusable_executor(max_workers=1, reuse=False)     # new workers, started here
+        try:
+            assert executor.submit(_sigint_ignored_here).result(timeout=60)
+        finally:
+            executor.shutdown(wait=True, kill_workers=True)
