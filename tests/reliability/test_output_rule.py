@@ -14,6 +14,7 @@ import argparse
 import gzip
 import json
 import os
+import pathlib
 import shutil
 
 import pytest
@@ -265,7 +266,8 @@ def test_every_path_argument_is_declared():
     undeclared = []
     for command in COMMANDS:
         for a in subparser(PARSER, command)._actions:
-            if a.nargs == 0 or a.type is not None or a.choices or a.dest in ("help", "version"):
+            path_like = a.type in (None, str, pathlib.Path) or isinstance(a.type, argparse.FileType)
+            if a.nargs == 0 or not path_like or a.choices or a.dest in ("help", "version"):
                 continue
             if not (hasattr(a, "treegen_input") or hasattr(a, "treegen_output")) and a.dest not in NOT_PATHS:
                 undeclared.append(f"{command} {'/'.join(a.option_strings) or a.dest}")
