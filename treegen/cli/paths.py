@@ -29,6 +29,8 @@ def output(action: argparse.Action, what: str, kind: str = "text") -> argparse.A
     :class:`treegen.core.output.Output` (text: ``-`` = standard output; binary, folder, file: not)."""
     Output("", what, kind)          # validates the kind
     action.treegen_output = (what, kind)
+    if kind == "text" and action.help and "'-'" not in action.help:
+        action.help += " ('-': standard output; the report then goes to standard error)"
     return action
 
 
