@@ -84,6 +84,17 @@ def int_range(lo: int, hi: int):
 
 
 
+def scheduler_address(text: str) -> str:
+    """``--scheduler``: ``tcp://HOST:PORT`` or ``HOST:PORT`` (checked here, before anything runs)."""
+    from treegen.learn.scheduler import parse_address
+
+    try:
+        parse_address(text)
+    except TreegenError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def pct(fraction: float) -> float:
     return 100.0 * float(fraction)
 

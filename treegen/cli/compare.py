@@ -12,48 +12,58 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 import tomllib
 from pathlib import Path
 
-from treegen.cli.common import int_at_least
+from treegen.cli.common import int_at_least, scheduler_address
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
 from treegen.core.errors import TreegenError
-from treegen.core.output import check_output, write_json, write_text
+from treegen.core.output import STDOUT, Output, check_paths, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.learn.estimators import ALGORITHMS
 
+#: the results file of ``--json -`` (no file name to put it beside)
+DEFAULT_RESULTS = "compare.tasks.jsonl"
 
 
 def add_scheduler_option(p) -> None:
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    p.add_argument("--scheduler", type=scheduler_address, metavar="tcp://HOST:PORT",
                    help="run the tasks on this running Dask scheduler (default: a local cluster)")
 
 
 def register(sub) -> None:
     p = sub.add_parser("compare", help="compare algorithms/settings over datasets (Dask), with statistics")
-    p.add_argument("datasets", nargs="+", metavar="DATASET",
-                   help="labelled CSV files, or names of NAME.csv.gz / NAME.csv in --data-dir")
+    input_(p.add_argument("datasets", nargs="+", metavar="DATASET",
+                          help="labelled CSV files, or names of NAME.csv.gz / NAME.csv in --data-dir"), "dataset")
     p.add_argument("--algos", required=True, metavar="A,B,...",
                    help=f"algorithms, comma-separated ({', '.join(ALGORITHMS)})")
-    p.add_argument("--params", metavar="FILE",
-                   help="JSON or TOML file: algorithm -> parameters, or a list of settings (each one "
-                        "column, optional \"name\")")
+    input_(p.add_argument("--params", metavar="FILE",
+                          help="JSON or TOML file: algorithm -> parameters, or a list of settings (each one "
+                               "column, optional \"name\")"), "params")
     p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
                    help="number of folds (default 5)")
     p.add_argument("--repeats", type=int_at_least(1, "an integer"), default=1, metavar="R",
                    help="number of repetitions (default 1)")
     p.add_argument("--seed", type=int_at_least(0, "an integer"), default=0, metavar="S", help="random seed (default 0)")
-    p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON")
-    p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown")
-    p.add_argument("--results", metavar="FILE",
-                   help="finished tasks, one per line (default OUT.tasks.jsonl beside --json); "
-                        "tasks found there are not run again")
+    output(p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON"),
+           "JSON file")
+    output(p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown"),
+           "Markdown file")
+    output(p.add_argument("--results", metavar="FILE",
+                          help="finished tasks, one per line (default OUT.tasks.jsonl beside --json; "
+                               "compare.tasks.jsonl with --json -); tasks found there are not run again"),
+           "results file", "file")
+    p.add_argument("--skip-bad-results", action="store_true",
+                   help="leave out (with a warning) lines of the results file that are not valid task records "
+                        "of this comparison, and run their tasks again (default: refuse, naming the line)")
     add_scheduler_option(p)
     p.add_argument("--workers", type=int_at_least(1, "an integer"), metavar="N",
                    help="worker processes of the local cluster (default: one per core)")
-    p.add_argument("--target", metavar="TARGET",
-                   help="also measure the flash bytes of each tree's q15 export for this target")
+    input_(p.add_argument("--target", metavar="TARGET",
+                          help="also measure the flash bytes of each tree's q15 export for this target"), "target")
     p.add_argument("--data-dir", metavar="DIR", help="where dataset names are looked up")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -197,12 +207,15 @@ def cmd_compare(args) -> int:
     if args.target is not None:
         from treegen.device.footprint import FlashSize
         measure = FlashSize(args.target)
-    results_path = args.results or str(Path(args.json).with_suffix("")) + ".tasks.jsonl"
-    check_output(args.json, "JSON file")
-    check_output(args.markdown, "Markdown file")
-    check_output(results_path, "results file")
-
+    results_path = args.results or (DEFAULT_RESULTS if args.json == STDOUT else
+                                    str(Path(args.json).with_suffix("")) + ".tasks.jsonl")
     paths = [resolve_dataset(a, args.data_dir) for a in args.datasets]
+    # the argparse-declared check ran already; this one knows the default results file and the datasets
+    # found in --data-dir (the results file is read too: no other output may be it)
+    check_paths([Output(args.json, "JSON file"), Output(args.markdown, "Markdown file"),
+                 Output(results_path, "results file", "file")],
+                [*paths, args.params])
+
     data, info = [], []
     for path in paths:
         ds = load_csv(path, label=args.label)
@@ -227,14 +240,17 @@ def cmd_compare(args) -> int:
     try:
         run = _cmp.run_comparison(data, methods, folds=args.folds, repeats=args.repeats, seed=args.seed,
                                   results=results_path, scheduler=args.scheduler, workers=args.workers,
-                                  measure=measure, on_start=on_start, on_result=on_result)
-    except KeyboardInterrupt:
+                                  measure=measure, on_start=on_start, on_result=on_result,
+                                  skip_bad_results=args.skip_bad_results)
+    except KeyboardInterrupt as exc:      # Ctrl-C, or SIGTERM/SIGHUP (Interrupted): 128 + the signal number
         if state["bar"] is not None:
             state["bar"].close()
         if not state["total"]:
             raise
-        print(f"treegen: interrupted: {kept()}", file=sys.stderr)
-        return 130
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+        print(f"treegen: interrupted{by}: {kept()}", file=sys.stderr)
+        return 128 + signum
     except TreegenError as exc:
         if not state["total"]:
             raise

@@ -8,9 +8,11 @@ import signal
 from pathlib import Path
 
 from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, kib, model_names
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
 from treegen.core.model import load
+from treegen.core.output import Output, check_paths
 from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
@@ -42,11 +44,13 @@ def register(sub) -> None:
 def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("--target", required=True, metavar="T",
-                   help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see 'treegen targets')")
-    p.add_argument("-o", "--output", metavar="DIR",
-                   help="PlatformIO project directory (default: build/<model>-<target>)")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("--target", required=True, metavar="T",
+                          help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see "
+                               "'treegen targets')"), "target")
+    output(p.add_argument("-o", "--output", metavar="DIR",
+                          help="PlatformIO project directory (default: build/<model>-<target>)"),
+           "project directory", "folder")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
                    help="oblique multiply-accumulate: scalar, dsp, mve or auto (default auto)")
@@ -56,7 +60,8 @@ def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
     g.add_argument("--train", action="store_true",
                    help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
-    g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine")
+    input_(g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine"),
+           "data")
     g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
     g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
@@ -69,9 +74,11 @@ def _firmware_project(args):
     if target.kind not in ("emulated", "board"):
         raise TreegenError(f"target {target.name!r} (kind {target.kind!r}) has no firmware build; use an "
                            "emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
-    model = load(args.model)
     stem = Path(args.model).name.removesuffix(".json")
     out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    if args.output is None:     # the default folder: checked as -o DIR was (treegen.cli.paths)
+        check_paths([Output(str(out), "project directory", "folder")], [args.model, args.data])
+    model = load(args.model)
     return model, target, out
 
 

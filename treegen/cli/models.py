@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_at_least, int_range, job_count,
-                                model_names, nonneg_float, params_text, pct, positive_float, table)
+                                model_names, nonneg_float, params_text, pct, positive_float, scheduler_address, table)
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import evaluate
 from treegen.core.model import load, save
-from treegen.core.output import check_output, write_json, write_text
+from treegen.core.output import STDOUT, write_json, write_text
 from treegen.core.progress import enabled as progress_enabled
 from treegen.core.progress import progress_bar
 from treegen.core.scaling import METHODS as SCALING_METHODS
@@ -114,7 +115,8 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="efti: native = the C engine compiled for the host (same result, faster); "
                         "device = train on --target (emulated targets start by themselves, or --port), "
                         "checked against the host engine; default auto (native when a C compiler exists)")
-    g.add_argument("--target", metavar="T", help="--engine device: the target to train on (treegen targets)")
+    input_(g.add_argument("--target", metavar="T", help="--engine device: the target to train on (treegen targets)"),
+           "target")
     g.add_argument("--port", metavar="URL", help="--engine device: a running device (serial port or "
                    "socket://host:port) instead of building and starting the firmware")
     g.add_argument("--dipole", choices=("global", "node"),
@@ -244,10 +246,11 @@ def register(sub) -> None:
     """Add fit, predict, eval, cv and show to the subcommands ``sub``."""
     p = sub.add_parser("fit", help="induce a tree from a CSV dataset and save the model")
     add_csv_options(p)
-    p.add_argument("data", metavar="DATA", help="training CSV (header row; gzip allowed)")
+    input_(p.add_argument("data", metavar="DATA", help="training CSV (header row; gzip allowed)"), "data")
     _add_algo_options(p)
-    p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
-    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    output(p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write"),
+           "model file")
+    output(p.add_argument("--json", metavar="FILE", help="also write the figures as JSON"), "JSON file")
     p.add_argument("--jobs", type=job_count, metavar="J",
                    help="rf: trees fitted in parallel (joblib n_jobs; -1 = all cores; default 1)")
     p.set_defaults(func=cmd_fit)
@@ -255,24 +258,25 @@ def register(sub) -> None:
     p = sub.add_parser("predict", help="predict a label for every row of a CSV file")
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("data", metavar="DATA", help="CSV with the model's features (label column optional)")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("data", metavar="DATA", help="CSV with the model's features (label column optional)"), "data")
     p.add_argument("--label", metavar="NAME", help="label column to ignore (default: last, if present)")
-    p.add_argument("-o", "--output", metavar="OUT.csv", help="write predictions here instead of stdout")
+    output(p.add_argument("-o", "--output", metavar="OUT.csv", help="write predictions here instead of stdout"),
+           "output file")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("eval", help="accuracy, confusion matrix and per-class scores on labelled data")
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("data", metavar="DATA", help="labelled CSV")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("data", metavar="DATA", help="labelled CSV"), "data")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
-    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    output(p.add_argument("--json", metavar="FILE", help="also write the figures as JSON"), "JSON file")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("cv", help="repeated stratified K-fold cross-validation")
     add_csv_options(p)
-    p.add_argument("data", metavar="DATA", help="labelled CSV")
+    input_(p.add_argument("data", metavar="DATA", help="labelled CSV"), "data")
     _add_algo_options(p)
     p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
                    help="number of folds (default 5)")
@@ -280,13 +284,14 @@ def register(sub) -> None:
                    help="number of repetitions (default 1)")
     p.add_argument("--jobs", type=job_count, default=1, metavar="J",
                    help="parallel jobs (joblib n_jobs; -1 = all cores; default 1)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    p.add_argument("--scheduler", type=scheduler_address, metavar="tcp://HOST:PORT",
                    help="run the folds on this running Dask scheduler (joblib's Dask backend; --jobs is ignored)")
-    p.add_argument("--json", metavar="FILE", help="also write the figures (and every fold) as JSON")
+    output(p.add_argument("--json", metavar="FILE", help="also write the figures (and every fold) as JSON"),
+           "JSON file")
     p.set_defaults(func=cmd_cv)
 
     p = sub.add_parser("show", help="print a model's tree")
-    p.add_argument("model", metavar="MODEL", help="model file")
+    input_(p.add_argument("model", metavar="MODEL", help="model file"), "model")
     p.add_argument("--dot", action="store_true", help="Graphviz DOT instead of text")
     p.add_argument("--units", choices=SHOW_UNITS, default="raw",
                    help="tests in raw input units (as the data file) or in the normalised units the tree "
@@ -327,8 +332,6 @@ def cmd_fit(args) -> int:
         if "n_jobs" not in ALGORITHMS[algo]._param_names():
             raise TreegenError(f"option --jobs does not apply to --algo {algo}")
         params["n_jobs"] = args.jobs
-    check_output(args.output, "model file", inputs=[args.data])
-    check_output(args.json, "JSON file", inputs=[args.data, args.output])
     ds, classes = _load_training(args)
     device = None
     if params.get("engine") == "device" or getattr(args, "target", None) or getattr(args, "port", None):
@@ -363,7 +366,10 @@ def cmd_fit(args) -> int:
     model.metadata["dataset"] = Path(args.data).name
     model.metadata["label_column"] = ds.label_name
     model.metadata["train_seconds"] = seconds
-    save(model, args.output)
+    if args.output == STDOUT:
+        write_text(STDOUT, model.to_json() + "\n", "model file")
+    else:
+        save(model, args.output)
 
     tree = est.tree_
     train_acc = pct(model.metadata["train_accuracy"])
@@ -398,12 +404,11 @@ def cmd_fit(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    check_output(args.output, "output file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
                         feature_names=model_names(args, model), **csv_options(args))
     pred = model.predict(ds.X)
-    if args.output is None:
+    if args.output is None:          # streamed ('-o -' goes through write_text, as any output)
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(["prediction"])
         writer.writerows([p] for p in pred.tolist())
@@ -418,7 +423,6 @@ def cmd_predict(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    check_output(args.json, "JSON file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
                         feature_names=model_names(args, model), **csv_options(args))
@@ -479,7 +483,6 @@ def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
     if params.get("engine") == "device" or args.target is not None or args.port is not None:
         raise TreegenError("--engine device, --target and --port apply to fit only (cv trains on the host)")
-    check_output(args.json, "JSON file", inputs=[args.data])
     ds, classes = _load_training(args)
     _categorical_by_index(params, ds.feature_names)
     if args.folds > ds.n_rows:
