@@ -196,7 +196,7 @@ BAD_FILES = {
     "corrupt JSON": ('{"format": "treegen-model", "format_version": 1,', "not valid JSON"),
     "truncated file": (lambda: make_model().to_json()[:200], "not valid JSON"),
     "empty file": ("", "not valid JSON"),
-    "binary garbage": (bytes(range(256)) * 4, "cannot read model file"),
+    "binary garbage": (bytes(range(256)) * 4, "is not a text file"),
     "JSON list": ([1, 2, 3], "not a treegen model file"),
     "JSON string": ("\"treegen-model\"", "not a treegen model file"),
     "other JSON object": ({"name": "something else"}, "not a treegen model file"),
