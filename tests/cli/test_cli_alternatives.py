@@ -60,7 +60,7 @@ def test_fit_gp_vicinal_and_empirical(data, tmp_path, capsys):
     (["--algo", "rf", "--n-trees", "0"], "must be 1..4096"),
     (["--algo", "rf", "--base", "svm"], "not a tree learner"),
     (["--algo", "rf", "--base", "rf"], "not a tree learner"),
-    (["--algo", "rf", "--max-features", "0"], "must be at least 1"),
+    (["--algo", "rf", "--max-features", "0"], "must be 1..65535"),
     (["--algo", "rf", "--max-features", "half"], "sqrt, log2, all or an integer"),
     (["--algo", "cart", "--jobs", "2"], "--jobs does not apply to --algo cart"),
     (["--algo", "efti", "--risk", "vicinal", "--engine", "native"], "native EFTI engine does not implement"),

@@ -17,7 +17,7 @@ from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, 
                                 model_names, nonneg_float, params_text, pct, positive_float, table)
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
-from treegen.core.limits import MAX_DEPTH, MAX_FOLDS, MAX_POPULATION, MAX_REPEATS, MAX_ROWS, MAX_TREES, MAX_U32
+from treegen.core.limits import MAX_DEPTH, MAX_FEATURES, MAX_FOLDS, MAX_POPULATION, MAX_REPEATS, MAX_ROWS, MAX_TREES, MAX_U32
 from treegen.core.metrics import evaluate
 from treegen.core.model import load, save
 from treegen.core.output import check_output, write_json, write_text
@@ -76,8 +76,8 @@ def _max_features_value(text: str):
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"sqrt, log2, all or an integer expected, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if not 1 <= value <= MAX_FEATURES:
+        raise argparse.ArgumentTypeError(f"must be 1..{MAX_FEATURES}, got {value}")
     return value
 
 

@@ -35,7 +35,8 @@ MAX_ROWS = (1 << 31) - 1      # data rows (the engines count rows in 32 bits)
 MAX_COLUMNS = MAX_FEATURES + 1   # the features and the label column
 
 # ---------------------------------------------------------------------- command-line counts
-MAX_U32 = (1 << 32) - 1       # the engines' iteration and generation counters
+MAX_U32 = (1 << 32) - 1       # the engines' iteration and generation counters; --max-rows of on-device training
+MAX_EFTI_DEPTH = 30           # EFTI's complete-tree node indices (2**(depth+1) - 1) fit 32 bits on the device
 MAX_POPULATION = 100_000      # --population (DE-PDT, DE-split, GP); memory is checked as well
 MAX_FOLDS = 10_000            # --folds (also bounded by the rows of each class)
 MAX_REPEATS = 10_000          # --repeats of cv and compare
