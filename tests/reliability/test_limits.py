@@ -206,3 +206,22 @@ def test_plugin_timeout_beyond_its_bound_fails_in_one_line(tmp_path, value):
     assert proc.returncode == 1, out
     assert "INTERNALERROR" not in out and "OverflowError" not in out and "Traceback" not in out, out
     assert "--treegen-timeout must be more than 0 and at most 86400 seconds (one day)" in out, out
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["compare", "{toy}", "--algos", "cart", "--json", "{tmp}/c.json", "--params", "/dev/zero"],
+     "params file /dev/zero is not a text file (a NUL byte at offset 0)"),
+    (["plot", "cv", "/dev/zero", "-o", "{tmp}/x.svg"], "/dev/zero: report is not a text file"),
+])
+def test_small_text_inputs_are_bounded(toy, tmp_path, capsys, argv, match):
+    """Before: /dev/zero as a parameters file or a report was read until memory ran out."""
+    assert_user_error(capsys, [a.format(toy=toy, tmp=tmp_path) for a in argv], match)
+    assert not list(tmp_path.iterdir())
+
+
+def test_small_text_bound(tmp_path, monkeypatch):
+    path = tmp_path / "p.json"
+    path.write_text('{"cart": {}}' + " " * 100)
+    assert limits.read_text_file(path, "params file").strip() == '{"cart": {}}'
+    with pytest.raises(TreegenError, match="params file is larger than 100 B"):
+        limits.read_text_file(path, "params file", limit=100)

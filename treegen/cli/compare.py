@@ -20,7 +20,7 @@ from treegen.cli.common import int_at_least, int_range
 from treegen.core.data import load_csv
 from treegen.core.errors import TreegenError
 from treegen.core.markdown import md_code, md_text
-from treegen.core.limits import MAX_FOLDS, MAX_REPEATS, available_cores
+from treegen.core.limits import MAX_FOLDS, MAX_REPEATS, available_cores, read_text_file
 from treegen.core.output import check_output, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.learn.estimators import ALGORITHMS
@@ -68,8 +68,10 @@ def read_params_file(path: str) -> dict:
     if not p.exists() or p.is_dir():
         raise TreegenError(f"params file not found: {path}")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_file(p, f"params file {path}")
         spec = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
+    except TreegenError:                        # not text, or too large
+        raise
     except (OSError, UnicodeDecodeError) as exc:
         raise TreegenError(f"cannot read params file {path}: {exc}") from None
     except (ValueError, tomllib.TOMLDecodeError) as exc:

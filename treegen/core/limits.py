@@ -33,6 +33,7 @@ MAX_MODEL_BYTES = 1 << 30     # one model file (1 GiB of JSON)
 MAX_DATA_BYTES = 1 << 30      # a data file, after gzip decompression (1 GiB of CSV text)
 MAX_ROWS = (1 << 31) - 1      # data rows (the engines count rows in 32 bits)
 MAX_COLUMNS = MAX_FEATURES + 1   # the features and the label column
+MAX_TEXT_BYTES = 64 << 20     # a small text input: a parameters file, a JSON report (64 MiB)
 
 # ---------------------------------------------------------------------- command-line counts
 MAX_U32 = (1 << 32) - 1       # the engines' iteration and generation counters; --max-rows of on-device training
@@ -155,3 +156,15 @@ def gunzip_bounded(raw: bytes, limit: int, what: str, error=TreegenError) -> byt
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         data = d.unused_data.lstrip(NUL)
     return b"".join(out)
+
+
+def read_text_file(path, what: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of the small input file ``path`` (a byte-order mark removed), read once with
+    :func:`read_bounded`; ``FileNotFoundError`` and other ``OSError`` propagate, anything that is
+    not text is a :class:`TreegenError` naming ``what``."""
+    with open(path, "rb") as fh:
+        raw = read_bounded(fh, limit, what)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise TreegenError(f"{what} is not UTF-8 text") from None
