@@ -135,3 +135,20 @@ def test_binary_target_file_is_one_line(tmp_path, capsys):
         targets.get(str(latin))
     with pytest.raises(TreegenError, match="target file board.toml is not a text file"):
         targets.get(str(bad))
+
+
+def test_target_file_name_with_trigraphs_and_backslashes_compiles(tmp_path):
+    """A user's target file named ``odd??\\`` (its name is its file stem) reaches the banner comment of
+    every generated file: escaped by the c_comment filter, the export still builds with -Werror."""
+    from treegen.emit.export import export_model
+
+    gcc = require("gcc")
+    native = (Path(__file__).resolve().parents[2] / "targets" / "native.toml").read_text()
+    name = "odd??\\"
+    target = tmp_path / f"{name}.toml"
+    target.write_text(native.replace('name = "native"', f'name = "{name}"'.replace("\\", "\\\\")))
+    out = tmp_path / "out"
+    export_model(_model(), out, target=str(target), name="fuzz", measure=False, example=True)
+    header = (out / "fuzz.h").read_text()
+    assert "odd?\\?\\x5c" in header
+    run_cc([gcc, *STRICT, "-I", str(out), str(out / "fuzz.c"), str(out / "example" / "main.c"), "-o", str(tmp_path / "x")])
