@@ -7,6 +7,7 @@ import argparse
 import math
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import check_timeout
 
 
 class CLIError(TreegenError):
@@ -69,6 +70,14 @@ def positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return value
+
+
+def timeout_seconds(text: str) -> float:
+    """A timeout in seconds: finite, > 0, at most :data:`treegen.core.limits.MAX_TIMEOUT`."""
+    try:
+        return check_timeout(text, "timeout")
+    except TreegenError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("timeout ")) from None
 
 
 def int_range(lo: int, hi: int):

@@ -17,10 +17,12 @@ import sys
 import tomllib
 from pathlib import Path
 
-from treegen.cli.common import int_at_least, scheduler_address
+from treegen.cli.common import int_at_least, int_range, scheduler_address
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_FOLDS, MAX_REPEATS, available_cores, read_text_file
+from treegen.core.markdown import md_code, md_text
 from treegen.core.output import STDOUT, Output, check_paths, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.learn.estimators import ALGORITHMS
@@ -43,11 +45,11 @@ def register(sub) -> None:
     input_(p.add_argument("--params", metavar="FILE",
                           help="JSON or TOML file: algorithm -> parameters, or a list of settings (each one "
                                "column, optional \"name\")"), "params")
-    p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
+    p.add_argument("--folds", type=int_range(2, MAX_FOLDS), default=5, metavar="K",
                    help="number of folds (default 5)")
-    p.add_argument("--repeats", type=int_at_least(1, "an integer"), default=1, metavar="R",
+    p.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=1, metavar="R",
                    help="number of repetitions (default 1)")
-    p.add_argument("--seed", type=int_at_least(0, "an integer"), default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=int_range(0, (1 << 64) - 1), default=0, metavar="S", help="random seed (default 0)")
     output(p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON"),
            "JSON file")
     output(p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown"),
@@ -76,8 +78,10 @@ def read_params_file(path: str) -> dict:
     if not p.exists() or p.is_dir():
         raise TreegenError(f"params file not found: {path}")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_file(p, f"params file {path}")
         spec = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
+    except TreegenError:                        # not text, or too large
+        raise
     except (OSError, UnicodeDecodeError) as exc:
         raise TreegenError(f"cannot read params file {path}: {exc}") from None
     except (ValueError, tomllib.TOMLDecodeError) as exc:
@@ -132,7 +136,7 @@ def _p(p: float) -> str:
 def render_markdown(result: dict) -> str:
     s = result["summary"]
     names, datasets, cells = s["methods"], s["datasets"], s["cells"]
-    head = "| dataset | " + " | ".join(names) + " |"
+    head = "| dataset | " + " | ".join(map(md_text, names)) + " |"
     rule = "|---|" + "---|" * len(names)
     if result["n_tasks_run"]:
         ran = (f"{result['n_tasks']} tasks ({result['n_tasks_run']} run now, the rest from the results file); "
@@ -142,54 +146,54 @@ def render_markdown(result: dict) -> str:
     out = [f"# treegen compare: {len(names)} method(s) on {len(datasets)} dataset(s)", "",
            f"{result['folds']}-fold stratified CV x {result['repeats']} repetition(s), seed {result['seed']}; "
            f"{ran}; the tasks' fit and measure times sum to {result['task_seconds']:.0f} s.", "",
-           f"Command: `{result['command']}`", "", "Methods:", ""]
+           f"Command: {md_code(result['command'])}", "", "Methods:", ""]
     for name, m in result["methods"].items():
-        params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
-        out.append(f"- **{name}**: {m['algorithm']} ({params})")
+        params = ", ".join(f"{md_text(k)}={md_text(v)}" for k, v in m["params"].items())
+        out.append(f"- **{md_text(name)}**: {md_text(m['algorithm'])} ({params})")
     out += ["", "## Test accuracy (%): mean ± 95 % CI over the folds; best per dataset in bold", "", head, rule]
     for ds in datasets:
         row = []
         for m in names:
             text = _pm(cells[ds][m]["accuracy"], scale=100.0)     # fractions in JSON, percent here
             row.append(f"**{text}**" if m in s["best"][ds] else text)
-        out.append(f"| {ds} | " + " | ".join(row) + " |")
+        out.append(f"| {md_text(ds)} | " + " | ".join(row) + " |")
     if s["average_ranks"] is not None:
         out.append("| *average rank* | " + " | ".join(f"{s['average_ranks'][m]:.2f}" for m in names) + " |")
     out += ["", "## Leaves: mean ± 95 % CI", "", head, rule]
     for ds in datasets:
-        out.append(f"| {ds} | " + " | ".join(_pm(cells[ds][m]["leaves"]) for m in names) + " |")
+        out.append(f"| {md_text(ds)} | " + " | ".join(_pm(cells[ds][m]["leaves"]) for m in names) + " |")
     if result.get("target"):
-        out += ["", f"## Flash bytes of the q15 export for {result['target']} (compiled object, mean over folds)",
+        out += ["", f"## Flash bytes of the q15 export for {md_text(result['target'])} (compiled object, mean over folds)",
                 "", head, rule]
         for ds in datasets:
-            out.append(f"| {ds} | " + " | ".join(
+            out.append(f"| {md_text(ds)} | " + " | ".join(
                 "n/a" if cells[ds][m]["flash_bytes"] is None else f"{cells[ds][m]['flash_bytes']['mean']:.0f}"
                 for m in names) + " |")
     out += ["", "## Fit time (s per fold, mean)", "", head, rule]
     for ds in datasets:
-        out.append(f"| {ds} | " + " | ".join(f"{cells[ds][m]['train_seconds']['mean']:.3f}" for m in names) + " |")
+        out.append(f"| {md_text(ds)} | " + " | ".join(f"{cells[ds][m]['train_seconds']['mean']:.3f}" for m in names) + " |")
     out += ["", "## Statistics (one score per dataset: the mean test accuracy)", ""]
     f = s["friedman"]
     if f is None:
         out.append("Friedman test: needs at least 2 datasets and 2 methods.")
     else:
-        ranks = ", ".join(f"{n} {r:.3f}" for n, r in zip(f["names"], f["average_ranks"]))
+        ranks = ", ".join(f"{md_text(n)} {r:.3f}" for n, r in zip(f["names"], f["average_ranks"]))
         ff = "inf" if f["iman_davenport"] is None else f"{f['iman_davenport']:.3f}"
         out += [f"- Average ranks (1 = best): {ranks}",
                 f"- Friedman: chi2_F = {f['chi2']:.3f} (df {f['df'][0]}, p = {_p(f['chi2_p_value'])}); "
                 f"Iman-Davenport F_F = {ff} (df {f['df'][0]}, {f['df'][1]}), **p = {_p(f['p_value'])}** "
                 f"({'reject' if f['p_value'] <= f['alpha'] else 'cannot reject'} equal performance at "
                 f"alpha = {f['alpha']})"]
-        sig = [f"{p['a']} vs {p['b']} ({p['rank_diff']:.3f})" for p in f["nemenyi"]["pairs"] if p["significant"]]
+        sig = [f"{md_text(p['a'])} vs {md_text(p['b'])} ({p['rank_diff']:.3f})" for p in f["nemenyi"]["pairs"] if p["significant"]]
         out.append(f"- Nemenyi: q = {f['nemenyi']['q_alpha']:.3f}, critical difference CD = {f['nemenyi']['cd']:.3f}; "
                    f"pairs further apart than CD: {', '.join(sig) if sig else 'none'}")
-        tests = "; ".join(f"{t['method']}: z = {t['z']:.3f}, p = {_p(t['p_value'])}, Holm threshold "
+        tests = "; ".join(f"{md_text(t['method'])}: z = {t['z']:.3f}, p = {_p(t['p_value'])}, Holm threshold "
                           f"{t['threshold']:.4g} -> {'reject' if t['reject'] else 'keep'}" for t in f["holm"]["tests"])
-        out.append(f"- Holm against the best-ranked method ({f['holm']['control']}): {tests}")
+        out.append(f"- Holm against the best-ranked method ({md_text(f['holm']['control'])}): {tests}")
     w = s["wilcoxon"]
     if w is not None:
-        out.append(f"- Wilcoxon signed-rank, {w['a']} vs {w['b']}: R+ = {w['r_plus']:g}, R- = {w['r_minus']:g}, "
-                   f"T = {w['statistic']:g}, **p = {_p(w['p_value'])}** (wins/ties/losses of {w['a']}: "
+        out.append(f"- Wilcoxon signed-rank, {md_text(w['a'])} vs {md_text(w['b'])}: R+ = {w['r_plus']:g}, R- = {w['r_minus']:g}, "
+                   f"T = {w['statistic']:g}, **p = {_p(w['p_value'])}** (wins/ties/losses of {md_text(w['a'])}: "
                    f"{w['wins']}/{w['ties']}/{w['losses']} over {w['n']} datasets)")
     return "\n".join(out) + "\n"
 
@@ -203,6 +207,11 @@ def cmd_compare(args) -> int:
     methods = _cmp.methods_from_spec(algos, spec)
     if args.scheduler is not None and args.workers is not None:
         raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
+    if args.workers is not None:
+        if args.workers > available_cores():           # one process each: capped, as cv's --jobs
+            print(f"treegen: warning: --workers {args.workers} capped at {available_cores()} (the cores available)",
+                  file=sys.stderr)
+            args.workers = available_cores()
     measure = None
     if args.target is not None:
         from treegen.device.footprint import FlashSize

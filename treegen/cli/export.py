@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, model_names, table
+from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range,
+                                model_names, table)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import ModelFileError, TreegenError
+from treegen.core.limits import MAX_EFTI_DEPTH, MAX_U32
 from treegen.core.model import load
 from treegen.core.output import write_json
 from treegen.core.targets import all_targets
@@ -59,9 +61,9 @@ def register(sub) -> None:
     g.add_argument("--train", action="store_true",
                    help="write the EFTI engine (tg_efti.*, tg_efti_config.c; --example: example/main.c) sized for "
                         "MODEL or a training CSV (compiled into flash), after a RAM check")
-    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
+    g.add_argument("--max-depth", type=int_range(1, MAX_EFTI_DEPTH), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
-    g.add_argument("--max-rows", type=int_at_least(2, "an integer"), metavar="N",
+    g.add_argument("--max-rows", type=int_range(2, MAX_U32), metavar="N",
                    help="--train: training rows the device keeps (default: the data's or the model's n_train)")
     p.set_defaults(func=cmd_export)
 

@@ -7,10 +7,12 @@ import argparse
 import signal
 from pathlib import Path
 
-from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, kib, model_names
+from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range, kib,
+                                model_names)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_EFTI_DEPTH
 from treegen.core.model import load
 from treegen.core.output import Output, check_paths
 from treegen.core.targets import get as get_target
@@ -63,7 +65,7 @@ def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     input_(g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine"),
            "data")
     g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
-    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
+    g.add_argument("--max-depth", type=int_range(1, MAX_EFTI_DEPTH), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
 
 

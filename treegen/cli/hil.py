@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_range,
-                                model_names, positive_float)
+                                model_names, timeout_seconds)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import DataError, TreegenError
@@ -43,7 +43,7 @@ def register(sub) -> None:
                           help="build directory (default: build/<model>-<target>, as for treegen build); a complete "
                                "'treegen build' of the same model, layout and variant there is reused, not rebuilt"),
            "build directory", "folder")
-    p.add_argument("--timeout", type=positive_float, default=10.0, metavar="S",
+    p.add_argument("--timeout", type=timeout_seconds, default=10.0, metavar="S",
                    help="seconds to wait for each response (default 10)")
     p.add_argument("--bench-iters", type=int_range(0, 65535), default=2000, metavar="N",
                    help="BENCH calls per timed row (default 2000; 0 = no BENCH)")

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_at_least, int_range, job_count,
+from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range, job_count,
                                 model_names, nonneg_float, params_text, pct, positive_float, scheduler_address, table)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
+from treegen.core.limits import MAX_DEPTH, MAX_FEATURES, MAX_FOLDS, MAX_POPULATION, MAX_REPEATS, MAX_ROWS, MAX_TREES, MAX_U32
 from treegen.core.metrics import evaluate
 from treegen.core.model import load, save
 from treegen.core.output import STDOUT, write_json, write_text
@@ -76,8 +77,8 @@ def _max_features_value(text: str):
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"sqrt, log2, all or an integer expected, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if not 1 <= value <= MAX_FEATURES:
+        raise argparse.ArgumentTypeError(f"must be 1..{MAX_FEATURES}, got {value}")
     return value
 
 
@@ -89,7 +90,7 @@ def _add_forest_options(g) -> None:
     g.add_argument("--vicinity-sigma2", type=_sigma2_value, metavar="S|auto",
                    help="gp, efti --risk vicinal: kernel variance per attribute variance (default 0.1); "
                         "auto = 3-fold inner cross-validation")
-    g.add_argument("--n-trees", type=int_at_least(1, "an integer"), metavar="N", help="rf: number of trees (default 100)")
+    g.add_argument("--n-trees", type=int_range(1, MAX_TREES), metavar="N", help="rf: number of trees (default 100)")
     g.add_argument("--base", metavar="LEARNER",
                    help="rf: base tree learner: cart (default), efti (oblique forest), gp")
     g.add_argument("--max-features", type=_max_features_value, metavar="sqrt|log2|all|N",
@@ -123,8 +124,8 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="efti: draw new nodes' dipoles from the whole set (default) or the leaf's rows")
     g.add_argument("--scaling", choices=SCALING_METHODS, help="input scaling (default auto)")
     g.add_argument("--criterion", choices=("gini", "entropy"), help="cart: split criterion")
-    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D", help="maximum tree depth")
-    g.add_argument("--min-samples-leaf", type=int_at_least(1, "an integer"), metavar="N",
+    g.add_argument("--max-depth", type=int_range(1, MAX_DEPTH), metavar="D", help="maximum tree depth")
+    g.add_argument("--min-samples-leaf", type=int_range(1, MAX_ROWS), metavar="N",
                    help="cart: minimum training rows in a leaf")
     g.add_argument("--ccp-alpha", type=nonneg_float, metavar="A",
                    help="cart: cost-complexity pruning parameter")
@@ -194,10 +195,10 @@ def _open_fraction(text: str) -> float:
 
 def _add_alternative_options(g) -> None:
     """Options of the DE-PDT, DE-split and ID3 algorithms (defaults shown; see README)."""
-    g.add_argument("--population", type=int_at_least(4, "an integer"), metavar="P",
+    g.add_argument("--population", type=int_range(4, MAX_POPULATION), metavar="P",
                    help="de-pdt: population size (default 50); de-cart/de-id3: population of each "
                         "node's threshold DE (default 20); gp: population size (default 100)")
-    g.add_argument("--generations", type=int_at_least(0, "an integer"), metavar="G",
+    g.add_argument("--generations", type=int_range(0, MAX_U32), metavar="G",
                    help="de-pdt: generations (default 2000); de-cart/de-id3: generations of each "
                         "node's threshold DE (default 30)")
     g.add_argument("--height", type=int_range(2, 12), metavar="H",
@@ -278,9 +279,9 @@ def register(sub) -> None:
     add_csv_options(p)
     input_(p.add_argument("data", metavar="DATA", help="labelled CSV"), "data")
     _add_algo_options(p)
-    p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
+    p.add_argument("--folds", type=int_range(2, MAX_FOLDS), default=5, metavar="K",
                    help="number of folds (default 5)")
-    p.add_argument("--repeats", type=int_at_least(1, "an integer"), default=1, metavar="R",
+    p.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=1, metavar="R",
                    help="number of repetitions (default 1)")
     p.add_argument("--jobs", type=job_count, default=1, metavar="J",
                    help="parallel jobs (joblib n_jobs; -1 = all cores; default 1)")

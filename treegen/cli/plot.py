@@ -16,6 +16,7 @@ from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, m
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
+from treegen.core.limits import read_text_file
 from treegen.core.model import load
 
 
@@ -37,10 +38,11 @@ def register(sub) -> None:
 
 def _read_report(path: str) -> tuple[str, dict]:
     try:
-        with open(path, encoding="utf-8") as fh:
-            report = json.load(fh)
+        report = json.loads(read_text_file(path, f"{path}: report"))
     except FileNotFoundError:
         raise TreegenError(f"{path}: report not found") from None
+    except TreegenError:                        # not text, or too large
+        raise
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise TreegenError(f"{path}: not a JSON report ({' '.join(str(exc).split())})") from None
     if not isinstance(report, dict):

@@ -41,7 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import read_bounded
 from treegen.core.resources import targets_dir
+
+MAX_TARGET_BYTES = 1 << 20      # a target description is a few hundred bytes
 
 KINDS = ("host", "mcu", "emulated", "board")
 
@@ -197,9 +200,13 @@ def _check_optional(fname: str, data: dict) -> None:
 
 def _parse(path: Path) -> Target:
     try:
-        data = tomllib.loads(path.read_text())
+        with open(path, "rb") as fh:
+            raw = read_bounded(fh, MAX_TARGET_BYTES, f"target file {path.name}")
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise TreegenError(f"target file {path.name}: not UTF-8 text") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise TreegenError(f"target file {path.name}: {exc}") from None
+        raise TreegenError(f"target file {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
     for key, typ in _REQUIRED.items():
         if key not in data:
             raise TreegenError(f"target file {path.name}: missing key {key!r}")

@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_TREES, capped_jobs
 from treegen.core.native import have_compiler
 from treegen.learn.base import NotFittedError, TreeClassifier, resolve_seed
 from treegen.learn.validation import DataConversionWarning, column_names
@@ -491,8 +492,8 @@ class RFClassifier(TreeClassifier):
         from treegen.learn import forest
 
         n = self.n_trees
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise TreegenError(f"n_trees must be an integer >= 1, got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_TREES:
+            raise TreegenError(f"n_trees must be an integer 1..{MAX_TREES} (the most a model file holds), got {n!r}")
         if self.base not in forest.BASES:
             raise TreegenError(f"base learner {self.base!r} is not a tree learner "
                                f"(choose from {', '.join(forest.BASES)})")
@@ -529,7 +530,7 @@ class RFClassifier(TreeClassifier):
 
         bagging, k, base_params = self._check_forest_params(X.shape[1])
         seed = self.seed_
-        jobs = Parallel(n_jobs=self.n_jobs)(
+        jobs = Parallel(n_jobs=capped_jobs(int(self.n_jobs), int(self.n_trees)))(
             delayed(forest.fit_one)(t, X, y, n_classes, seed=seed, base=self.base, base_params=base_params,
                                     sample_fraction=float(self.sample_fraction), bagging=bagging, k=k,
                                     engine=resolve_engine("auto") if self.base == "efti" else "python")

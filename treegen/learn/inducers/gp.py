@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_POPULATION
 from treegen.core.tree import LEAF, Tree
 from treegen.learn import vicinal
 from treegen.learn.inducers import cart
@@ -68,8 +69,8 @@ class GPParams:
 
         is_int = cart._is_int
 
-        check(is_int(self.population) and self.population >= 4,
-              f"population must be an integer >= 4, got {self.population!r}")
+        check(is_int(self.population) and 4 <= self.population <= MAX_POPULATION,
+              f"population must be an integer 4..{MAX_POPULATION}, got {self.population!r}")
         check(is_int(self.max_iter) and self.max_iter >= 0, f"max_iter must be an integer >= 0, got {self.max_iter!r}")
         check(is_int(self.max_depth) and 1 <= self.max_depth <= 30,
               f"max_depth must be an integer in 1..30, got {self.max_depth!r}")
