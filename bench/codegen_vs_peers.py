@@ -63,7 +63,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "bench" / "qemu"))
 import harness  # noqa: E402
-from peers import C_TYPES, c_literal, peer_c, tool_version  # noqa: E402
+from peers import C_TYPES, c_literal, git_commit, peer_c, tool_version  # noqa: E402
 
 DEFAULT_DATASETS = "breast_cancer,bcw,ttt,pid"
 TREE_PARAMS = {"random_state": 0}
@@ -220,6 +220,7 @@ def main(argv=None) -> int:
         return 2
     from importlib.metadata import version
 
+    from treegen.core.version import __version__ as treegen_version
     from treegen.emit.importers.sklearn import from_sklearn
 
     command = "python bench/codegen_vs_peers.py " + " ".join(
@@ -236,8 +237,9 @@ def main(argv=None) -> int:
         "boards": {b.name: {"machine": b.machine, "cflags": " ".join([*b.cpu_flags, OPT]),
                             "instructions_per_tick": b.insns_per_tick} for b in boards},
         "versions": {
-            "python": platform.python_version(), "scikit-learn": sklearn.__version__,
-            "emlearn": version("emlearn"), "m2cgen": version("m2cgen"), "treegen": version("treegen"),
+            "treegen_commit": git_commit(REPO), "python": platform.python_version(), "numpy": np.__version__,
+            "scikit-learn": sklearn.__version__,
+            "emlearn": version("emlearn"), "m2cgen": version("m2cgen"), "treegen": treegen_version,
             "gcc": tool_version([harness.CC, "--version"]), "qemu": tool_version([harness.QEMU, "--version"]),
         },
         "datasets": {},
@@ -285,6 +287,10 @@ def render_markdown(report: dict) -> str:
         "# Generated C for the same scikit-learn trees: treegen vs emlearn vs m2cgen (Cortex-M4, M33, M55)",
         "",
         f"Command: `{report['command']}`",
+        "",
+        f"Produced by treegen {v['treegen']} at commit {v.get('treegen_commit', '?')}; Python {v['python']}, "
+        f"numpy {v.get('numpy', '?')}, scikit-learn {v['scikit-learn']}, emlearn {v['emlearn']}, "
+        f"m2cgen {v['m2cgen']}.",
         "",
         f"- Tree: `{report['tree']}`; scikit-learn {v['scikit-learn']}, emlearn {v['emlearn']}, "
         f"m2cgen {v['m2cgen']}, treegen {v['treegen']}.",

@@ -73,3 +73,16 @@ def tool_version(cmd: list[str]) -> str:
         return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0].strip()
     except (OSError, IndexError):
         return "?"
+
+
+def git_commit(repo: Path) -> str:
+    """The commit of the checkout at ``repo`` that produced a result (``<hash>+uncommitted`` when its
+    tracked files differ from that commit; '?' outside a git checkout)."""
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return (head + ("+uncommitted" if dirty else "")) if head else "?"

@@ -3,11 +3,14 @@
 Options (``pytest hil --help``, group "hil"):
 
 ``--hil-target T``   target(s) to test (repeat or comma-separate); default: native, qemu-m3, qemu-m4,
-                     qemu-m7, qemu-m33 and qemu-m55, each test parametrised over them. In the default
+                     qemu-m7, qemu-m33, qemu-m55 and every other target of kind "emulated" (the board
+                     twins qemu-f103c8, qemu-f446re, qemu-l031k6: the robustness checks only, first
+                     case), each test parametrised over them. In the default
                      run the newer cores (qemu-m33, qemu-m55) get the core device checks
-                     (test_device.py) and the variant comparison on the first case only (EFTI on
-                     veh, an 18-attribute oblique tree), to keep CI time in check; naming them
-                     with --hil-target runs the whole suite there.
+                     (test_device.py), the protocol robustness checks (test_robustness.py) and the
+                     variant comparison on the first case only (EFTI on veh, an 18-attribute oblique
+                     tree), to keep CI time in check; naming them with --hil-target runs the whole
+                     suite there.
 ``--hil-port URL``   test the device already running at this serial port / pyserial URL (a real
                      board flashed with ``treegen flash``, or ``socket://...`` of ``treegen flash``
                      for an emulated target); needs exactly one ``--hil-target``. Nothing is built.
@@ -46,11 +49,21 @@ from treegen.hil.devices import ITEM_ATTR, Firmwares, connected, start_device
 
 from . import models as hil_models
 
-DEFAULT_TARGETS = ("native", "qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55")
-#: default targets that run only the core device checks (+ test_variants.py) on the first case
+MAIN_TARGETS = ("native", "qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55")
+#: default targets that run only the core device checks (+ test_variants.py, test_robustness.py) on the first case
 #: (EFTI on veh: an 18-attribute oblique tree) unless named with --hil-target
 CORE_ONLY_TARGETS = ("qemu-m33", "qemu-m55")
-CORE_ONLY_MODULES = ("test_device.py", "test_variants.py")
+CORE_ONLY_MODULES = ("test_device.py", "test_variants.py", "test_robustness.py")
+#: every other emulated target (the board twins, and any target file of kind "emulated" added later)
+#: runs the protocol robustness checks by default, on the first case: one model each
+ROBUSTNESS_ONLY_MODULES = ("test_robustness.py",)
+
+
+def _other_emulated() -> tuple:
+    return tuple(t.name for t in tg_targets.all_targets() if t.kind == "emulated" and t.name not in MAIN_TARGETS)
+
+
+DEFAULT_TARGETS = MAIN_TARGETS + _other_emulated()
 
 
 # ---------------------------------------------------------------------- options
@@ -153,8 +166,10 @@ def pytest_collection_modifyitems(config, items):
         params = params.params if params is not None else {}
         ok = True
         opts = _options(config)
-        if opts.default_targets and params.get("hil_target") in CORE_ONLY_TARGETS:
-            if Path(item.path).name not in CORE_ONLY_MODULES or params.get("case_name") != _case_names(opts)[0]:
+        target = params.get("hil_target")
+        if opts.default_targets and (target in CORE_ONLY_TARGETS or target not in (*MAIN_TARGETS, None)):
+            modules = CORE_ONLY_MODULES if target in CORE_ONLY_TARGETS else ROBUSTNESS_ONLY_MODULES
+            if Path(item.path).name not in modules or params.get("case_name") != _case_names(opts)[0]:
                 ok = False
         if marker is not None:
             opts = _options(config)

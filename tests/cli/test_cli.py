@@ -342,7 +342,8 @@ def test_error_unwritable_outputs(tmp_path, toy, model_file, fake_algos, capsys)
 
 def test_error_unwritable_output_at_write_time(tmp_path, toy, fake_algos, capsys, monkeypatch):
     # the early check passes but the write itself fails (e.g. disk full, permissions as non-root)
-    monkeypatch.setattr(cli_models, "check_output", lambda path, what, **kw: None)
+    import treegen.cli.paths as cli_paths
+    monkeypatch.setattr(cli_paths, "check_paths", lambda outputs, inputs=(): None)
     assert_user_error(capsys, ["fit", toy, "--algo", "cart", "-o", tmp_path / "x" / "m.json"], "cannot write")
     assert_user_error(capsys, ["fit", toy, "--algo", "cart", "-o", tmp_path / "m.json", "--json", tmp_path],
                       "cannot write JSON file")

@@ -69,10 +69,10 @@ def test_fit_vicinal_native_equals_python(data, tmp_path, capsys, algo, extra):
     (["--algo", "gp", "--vicinity-sigma2", "0"], "must be a finite number > 0"),
     (["--algo", "gp", "--vicinity-sigma2", "-0.1"], "must be a finite number > 0"),
     (["--algo", "efti", "--vicinity-sigma2", "nan"], "must be a finite number > 0"),
-    (["--algo", "rf", "--n-trees", "0"], "must be at least 1"),
+    (["--algo", "rf", "--n-trees", "0"], "must be 1..4096"),
     (["--algo", "rf", "--base", "svm"], "not a tree learner"),
     (["--algo", "rf", "--base", "rf"], "not a tree learner"),
-    (["--algo", "rf", "--max-features", "0"], "must be at least 1"),
+    (["--algo", "rf", "--max-features", "0"], "must be 1..65535"),
     (["--algo", "rf", "--max-features", "half"], "sqrt, log2, all or an integer"),
     (["--algo", "cart", "--jobs", "2"], "--jobs does not apply to --algo cart"),
 ])

@@ -60,7 +60,8 @@ def test_unreachable_registry_is_one_line_in_seconds(model_file, tmp_path, monke
     _core_dir(tmp_path, monkeypatch)
     monkeypatch.setenv(tpio.REGISTRY_ENV, f"127.0.0.1:{closed_port}")
     t0 = time.perf_counter()
-    code, out, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "p"])
+    code, out, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "p",
+                                      "--framework", "arduino"])
     seconds = time.perf_counter() - t0
     assert code == 2 and seconds < 10, (code, seconds)
     lines = err.strip().splitlines()
@@ -68,7 +69,7 @@ def test_unreachable_registry_is_one_line_in_seconds(model_file, tmp_path, monke
     line = lines[0]
     assert line.startswith("treegen: error: the PlatformIO platform ststm32@~19.6.0 for nucleo_f446re is not "
                            f"installed and the PlatformIO registry (127.0.0.1:{closed_port}) cannot be reached")
-    assert "pio pkg install -g -p \"ststm32@~19.6.0\"" in line and "--target qemu-f446re" in line
+    assert "pio pkg install -g -p \"ststm32@~19.6.0\"" in line and "--target qemu-netduinoplus2" in line
     assert "HTTPClientError" not in err and out == ""
     assert uploads == []                                     # PlatformIO was never started
     assert (tmp_path / "p" / "platformio.ini").is_file()     # the project is there to build once online
@@ -90,24 +91,28 @@ def test_reachable_registry_or_installed_platform_uploads(model_file, tmp_path, 
         server.bind(("127.0.0.1", 0))
         server.listen()
         monkeypatch.setenv(tpio.REGISTRY_ENV, f"127.0.0.1:{server.getsockname()[1]}")
-        code, out, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "a"])
+        code, out, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "a",
+                                          "--framework", "arduino"])
     assert code == 0, err
     assert len(uploads) == 1 and uploads[0][-2:] == ["-t", "upload"] and "upload" in out
     # installed in a version the pin accepts: no registry needed
     monkeypatch.setenv(tpio.REGISTRY_ENV, f"127.0.0.1:{closed_port}")
     _core_dir(tmp_path / "b", monkeypatch, platforms=[("ststm32", "19.6.3")])
-    code, _, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "b" / "p"])
+    code, _, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "b" / "p",
+                                      "--framework", "arduino"])
     assert code == 0 and len(uploads) == 2, err
     # installed, but a version outside the pin: PlatformIO would have to download the pinned one
     _core_dir(tmp_path / "c", monkeypatch, platforms=[("ststm32", "17.6.0")])
-    code, _, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "c" / "p"])
+    code, _, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "c" / "p",
+                                      "--framework", "arduino"])
     assert code == 2 and "is not installed" in err and len(uploads) == 2, err
 
 
 def test_bad_registry_override_is_a_user_error(model_file, tmp_path, monkeypatch, capsys, uploads):
     _core_dir(tmp_path, monkeypatch)
     monkeypatch.setenv(tpio.REGISTRY_ENV, "no-port-here")
-    code, _, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "p"])
+    code, _, err = run_cli(capsys, ["flash", model_file, "--target", "nucleo_f446re", "-o", tmp_path / "p",
+                                      "--framework", "arduino"])
     assert code == 2 and err.startswith("treegen: error: TREEGEN_PIO_REGISTRY='no-port-here'"), err
 
 

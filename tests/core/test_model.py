@@ -196,7 +196,7 @@ BAD_FILES = {
     "corrupt JSON": ('{"format": "treegen-model", "format_version": 1,', "not valid JSON"),
     "truncated file": (lambda: make_model().to_json()[:200], "not valid JSON"),
     "empty file": ("", "not valid JSON"),
-    "binary garbage": (bytes(range(256)) * 4, "cannot read model file"),
+    "binary garbage": (bytes(range(256)) * 4, "is not a text file"),
     "JSON list": ([1, 2, 3], "not a treegen model file"),
     "JSON string": ("\"treegen-model\"", "not a treegen model file"),
     "other JSON object": ({"name": "something else"}, "not a treegen model file"),
@@ -311,6 +311,30 @@ def test_ensemble_tie_goes_to_lowest_class_index():
     # votes: a,a -> a;  c,a (tie) -> a;  c,b (tie) -> b
     assert model.predict_index_normalised(X).tolist() == [0, 0, 1]
     assert _ensemble([A, B]).predict_index_normalised(X).tolist() == [0, 0, 1]
+
+
+def _leaf(counts) -> Tree:
+    """A one-leaf tree (one feature, three classes) with these class counts (its leaf class: the argmax)."""
+    counts = np.asarray([counts], dtype=np.int64)
+    return Tree(np.zeros((1, 1)), np.zeros(1), np.array([LEAF]), np.array([LEAF]),
+                np.array([int(counts[0].argmax())]), counts)
+
+
+def test_soft_vote_is_the_mean_probability_not_the_majority(tmp_path):
+    """Issue 24 mutation audit: a model that votes hard where it promises soft must fail here. Two
+    trees lean to b (0.4 a / 0.6 b), one is sure of a: the majority says b, the mean probability
+    (0.6 a, 0.4 b) says a."""
+    trees = [_leaf([4, 6, 0]), _leaf([4, 6, 0]), _leaf([10, 0, 0])]
+    scaling = InputScaling(np.zeros(1), np.full(1, 1 / 32768), "q15")
+    X = np.array([[100], [20000]])
+    soft = Model(trees, ["x"], ["a", "b", "c"], scaling, vote="soft")
+    hard = Model(trees, ["x"], ["a", "b", "c"], scaling, vote="hard")
+    assert soft.predict(X).tolist() == ["a", "a"]
+    assert hard.predict(X).tolist() == ["b", "b"]
+    assert np.allclose(soft.predict_proba(X), [[0.6, 0.4, 0.0]] * 2)
+    back = load(save(soft, tmp_path / "soft.json"))          # the promise survives the model file
+    assert back.vote == "soft" and back.predict(X).tolist() == ["a", "a"]
+    assert soft.predict_index(X, vote="hard").tolist() == [1, 1]
 
 
 def test_single_tree_model_tree_property():

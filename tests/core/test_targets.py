@@ -17,9 +17,10 @@ EMULATED = {"qemu-m3": ("mps2-an385", "cortex-m3"), "qemu-m4": ("mps2-an386", "c
             "qemu-m7": ("mps2-an500", "cortex-m7")}
 BOARDS = {
     # name: (platform, board, core, fpu, dsp, flash_kb, ram_kb, clock_hz)
-    "nucleo_f446re": ("ststm32@~19.6.0", "nucleo_f446re", "cortex-m4", True, True, 512, 128, 180_000_000),
-    "bluepill_f103c8": ("ststm32@~19.6.0", "bluepill_f103c8", "cortex-m3", False, False, 64, 20, 72_000_000),
-    "nucleo_l031k6": ("ststm32@~19.6.0", "nucleo_l031k6", "cortex-m0plus", False, False, 32, 8, 32_000_000),
+    # (the bare-metal boards run from their reset clock: HSI 16 MHz, HSI 8 MHz, MSI 2.097 MHz)
+    "nucleo_f446re": ("ststm32@~19.6.0", "nucleo_f446re", "cortex-m4", True, True, 512, 128, 16_000_000),
+    "bluepill_f103c8": ("ststm32@~19.6.0", "bluepill_f103c8", "cortex-m3", False, False, 64, 20, 8_000_000),
+    "nucleo_l031k6": ("ststm32@~19.6.0", "nucleo_l031k6", "cortex-m0plus", False, False, 32, 8, 2_097_152),
     "teensy41": ("teensy@~5.2.0", "teensy41", "cortex-m7", True, True, 7936, 512, 600_000_000),
 }
 
@@ -96,7 +97,12 @@ def test_trustzone_emulated_targets(name):
 def test_board_targets(name):
     platform, board, core, fpu, dsp, flash_kb, ram_kb, clock = BOARDS[name]
     t = targets.get(name)
-    assert t.kind == "board" and t.uart == "arduino"
+    #: the bare-metal port of each board (one per UART IP); teensy41 is Arduino only
+    port = {"nucleo_f446re": "stm32_usart", "bluepill_f103c8": "stm32_usart", "nucleo_l031k6": "stm32_usart_v2",
+            "teensy41": "arduino"}[name]
+    assert t.kind == "board" and t.uart == port
+    if port != "arduino":
+        assert t.soc["flash_base"] == 0x08000000 and t.upload["uploader"] == "pyocd"
     assert (t.core, t.fpu, t.dsp, t.flash_kb, t.ram_kb, t.clock_hz) == (core, fpu, dsp, flash_kb, ram_kb, clock)
     pio = t.platformio
     assert (pio["platform"], pio["board"], pio["framework"]) == (platform, board, "arduino")
@@ -155,6 +161,21 @@ BAD = [
     ("mve not bool", lambda s: s.replace("dsp = true", 'dsp = true\nmve = "yes"'), "key 'mve' must be bool"),
     ("bad ram base", lambda s: s.replace("uart_base = 0x40004000", 'uart_base = 0x40004000\nram_base = "x"'),
      "[emulator] key 'ram_base' must be int"),
+    # board support ([soc], image, [upload]): the bare-metal ports' data
+    ("bare-metal board without soc", lambda s: s.replace('kind = "emulated"', 'kind = "board"').replace(
+        'uart = "cmsdk_uart"', 'uart = "stm32_usart"').replace('[platformio]\nplatform = "treegen-qemu"', ""),
+     "needs a [soc] table"),
+    ("soc without ram_base", lambda s: s.replace('kind = "emulated"', 'kind = "board"').replace(
+        'uart = "cmsdk_uart"', 'uart = "stm32_usart"').replace(
+        '[platformio]\nplatform = "treegen-qemu"', "[soc]\nflash_base = 0x08000000"),
+     "[soc] is missing key 'ram_base'"),
+    ("bad soc define", lambda s: s + "\n[soc]\nflash_base = 0\nram_base = 0\n[soc.defines]\nUART_BASE = 1\n",
+     "[soc.defines] 'UART_BASE' must be TG_NAME = int or string"),
+    ("image on a board", lambda s: s.replace('kind = "emulated"', 'kind = "board"\nimage = "nucleo_f446re"'),
+     "key 'image' (a board's name) is for emulated targets only"),
+    ("bad uart_index", lambda s: s.replace("uart_base = 0x40004000", 'uart_base = 0x40004000\nuart_index = "1"'),
+     "[emulator] key 'uart_index' must be int"),
+    ("bad pyocd target", lambda s: s + "\n[upload]\npyocd_target = 446\n", "[upload] key 'pyocd_target' must be str"),
 ]
 
 

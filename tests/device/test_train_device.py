@@ -3,8 +3,8 @@ tree the host evolves (treegen.learn.engine.induce, and the Python EFTI), bit fo
 equals treegen.emit.quantize.predict_q15 of that tree.
 
 Devices: the native harness (host compiler, ASan/UBSan) over its pseudo-terminal, and the emulated
-boards qemu-m3 (scalar), qemu-m4 (scalar and SMLALD/DSP builds) and qemu-m55 (Helium/MVE build, gls
-only) over QEMU's socket UART. Each
+boards qemu-m3 (scalar), qemu-m4 (scalar and SMLALD/DSP builds), qemu-m33 (SMLALD/DSP build, irs
+only) and qemu-m55 (Helium/MVE build, gls only) over QEMU's socket UART. Each
 firmware is built once per session, sized for the largest of the three datasets (veh 846 x 18,
 4 classes; gls 214 x 9, 6 classes; irs 150 x 4, 3 classes).
 
@@ -287,6 +287,26 @@ def test_training_variant_auto_and_refusals():
         with pytest.raises(TreegenError, match=f"^variant '{variant}' needs") as exc:
             tf.make_train_spec(target, PARAMS, max_rows=100, n_attr=8, n_classes=3, dsp=variant)
         assert "\n" not in str(exc.value)
+
+
+@pytest.mark.hil
+def test_qemu_m33_training_equals_host(tmp_path):
+    """qemu-m33 (mps2-an505, ARMv8-M Mainline with the DSP extension) with --variant auto: the SMLALD
+    engine reports dsp in TRAIN_INFO and evolves the host's tree on irs (lean: one firmware sized for
+    irs, one seed; issue 24: no test trained on this core)."""
+    require_tools()
+    X, y, C = data("irs")
+    spec = tf.make_train_spec("qemu-m33", PARAMS, max_rows=X.shape[0], n_attr=X.shape[1], n_classes=C)
+    assert spec.variant == "dsp"
+    fw = build_train_firmware(host_model(), "qemu-m33", tmp_path / "m33", spec)
+    with QemuBoard(fw.target, fw.path) as board, DeviceClient.open(board.url, timeout=20) as client:
+        ti = TrainingClient(client).info()
+        assert ti.variant == "dsp" and ti.dsp and not ti.mve and ti.partial
+        assert ti.ram_bytes == tf.train_static_bytes(fw.spec, ptr_bytes=4)
+        rep = run_train_hil(PARAMS, (X, y), client, 2, QEMU_ITERS)
+        assert_identical(rep, X.shape[0], QEMU_ITERS)
+        assert rep["train"]["engine"]["variant"] == "dsp" and rep["train"]["counter_unit"] == "instructions"
+        assert board.poll() is None
 
 
 @pytest.mark.hil

@@ -16,7 +16,7 @@ from treegen.core.errors import TreegenError
 from treegen.core.model import save
 from treegen.core.targets import get as get_target
 from treegen.core.tree import LEAF, Tree
-from treegen.emit import export as export_mod
+from treegen.emit import size as size_mod
 from treegen.emit.export import STRICT_CFLAGS, export_model, resolve_variant
 
 run = run_cli
@@ -248,7 +248,7 @@ def test_unresolved_rows_and_inexact_report(tmp_path):
 
 
 def test_size_not_measured_without_a_compiler(tmp_path, monkeypatch):
-    monkeypatch.setattr(export_mod.shutil, "which", lambda name: None)
+    monkeypatch.setattr(size_mod.shutil, "which", lambda name: None)
     rep = export_model(small_models()["oblique"], tmp_path, target="cortex-m4")
     assert rep.flash_bytes is None and rep.ram_bytes is None
     assert rep.size_note == "not measured: arm-none-eabi-gcc not found"

@@ -24,9 +24,10 @@ from export_models import agreement_rows, build_driver, make_model, random_tree,
 
 from treegen.core.scaling import InputScaling
 from treegen.core.targets import get as get_target
-from treegen.emit.export import (_f32_axis_node, build_context, export_model, f32_axis_split, f32_key, predict_f32,
-                                 predict_fixed, q15_of_raw)
-from treegen.emit.quantize import quantize_model
+from treegen.emit.check import predict_f32, predict_fixed
+from treegen.emit.export import build_context, export_model
+from treegen.emit.lower_f32 import _f32_axis_node, f32_axis_split, f32_key, q15_of_raw
+from treegen.emit.lower_fixed import quantize_model
 
 UBSAN = ("-O2", "-fsanitize=undefined", "-fno-sanitize-recover=all")
 

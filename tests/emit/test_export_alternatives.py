@@ -15,7 +15,8 @@ from conftest import load_shared
 from export_models import agreement_rows, build_driver, run_driver
 
 from treegen import DECARTClassifier, DEID3Classifier, DEPDTClassifier, ID3Classifier
-from treegen.emit.export import export_model, predict_fixed
+from treegen.emit.check import predict_fixed
+from treegen.emit.export import export_model
 from treegen.emit.quantize import quantize_model
 
 UBSAN = ("-O2", "-fsanitize=undefined", "-fno-sanitize-recover=all")

@@ -10,7 +10,8 @@ from conftest import load_shared
 from export_models import agreement_rows, build_driver, run_driver
 
 from treegen import EFTIClassifier, GPClassifier, RFClassifier
-from treegen.emit.export import export_model, predict_fixed
+from treegen.emit.check import predict_fixed
+from treegen.emit.export import export_model
 from treegen.emit.quantize import quantize_model
 
 

@@ -25,8 +25,10 @@ from sklearn.tree import DecisionTreeClassifier
 
 from treegen.core.tree import LEAF
 from treegen.emit import quantize as qz
-from treegen.emit.export import build_context, export_model, f32_axis_split, predict_f32, predict_fixed
+from treegen.emit.check import f32_leaves, predict_f32, predict_fixed
+from treegen.emit.export import build_context, export_model
 from treegen.emit.importers import from_sklearn
+from treegen.emit.lower_f32 import f32_axis_split
 
 ULPS = 64
 
@@ -167,7 +169,6 @@ def test_forest_predict_proba(dtype, tmp_path):
         from treegen.core import targets
         ctx = build_context(model, name="m", target=targets.get("cortex-m4"), layout="table", dtype="f32",
                             variant="scalar", qtrees=None, soft=sv)
-        from treegen.emit.export import f32_leaves
         leaves = f32_leaves(ctx["trees"], R)
         sums = sum(sv.table[leaves[:, k]] for k in range(leaves.shape[1]))
     else:

@@ -84,19 +84,25 @@ def test_measure_callable_and_errors(irs):
         C.run_task(task, irs, measure=broken)
 
 
+def _record(key, **kw):
+    rec = {"key": key, "dataset": "d", "method": "cart", "algorithm": "cart", "repeat": 0, "fold": 0, "seed": 0,
+           "n_train": 2, "n_test": 2, "accuracy": 1.0, "leaves": 2, "depth": 1, "train_seconds": 0.1}
+    return {**rec, **kw}
+
+
 def test_results_file_resumes_and_survives_a_cut_line(tmp_path):
     path = tmp_path / "r.jsonl"
     store = C.ResultsFile(path)
-    store.add({"key": "a", "accuracy": 1.0})
+    store.add(_record("a"))
     with open(path, "a") as fh:
         fh.write('{"key": "b", "accur')          # a run killed while writing
     again = C.ResultsFile(path)
-    assert set(again.records) == {"a"} and again.ignored_lines == 1
-    again.add({"key": "c", "accuracy": 3.0})
+    assert set(again.records) == {"a"} and again.cut_line
+    again.add(_record("c", accuracy=0.5))        # replaces the cut line
     third = C.ResultsFile(path)
-    assert set(third.records) == {"a", "c"}
+    assert set(third.records) == {"a", "c"} and not third.cut_line
     lines = path.read_text().splitlines()
-    assert lines[-2] == '{"key": "b", "accur' and json.loads(lines[-1])["key"] == "c"
+    assert len(lines) == 2 and json.loads(lines[-1])["key"] == "c"
 
 
 def _rec(ds, method, fold, acc, leaves=3):

@@ -112,18 +112,41 @@ def test_reevaluation_after_t_generations_uses_the_current_legitimacy():
     assert pop.hits[0] == h[0] and pop.hits[2] == before[2]
 
 
-def test_step_grows_legitimacy_and_keeps_the_best():
+def test_step_grows_legitimacy_and_keeps_the_best(monkeypatch):
+    """Every generation the best individual after selection (highest objective rate, lowest index)
+    survives the replacement by random trees: same genome, same figures; the best rate after the
+    step is not below it. Half the generations also mark every individual below chance (hits 0), so
+    that the replacement wants all of them: the best must still be kept."""
     X, y = _small()
     p = DEPDTParams(population=8, generations=0, height=3)
     pop = Population(X, y, 3, p, seed=1)
     pop.initialise()
-    best_rate = []
+    seen = {}
+    original = de_pdt.replacement_indices
+
+    def spy(hits, score, evaluated, n_classes, fraction):
+        rate = score / evaluated            # the state after selection, before the replacement
+        b = int(np.flatnonzero(rate == rate.max())[0])
+        seen.update(best=b, W=pop.W[b].copy(), T=pop.T[b].copy(), leaf=pop.leaf[b].copy(),
+                    figures=(int(score[b]), int(evaluated[b]), int(hits[b])), rate=float(rate[b]))
+        return original(hits, score, evaluated, n_classes, fraction)
+
+    monkeypatch.setattr(de_pdt, "replacement_indices", spy)
+    replaced_the_rest = 0
     for g in range(1, 30):
         l_before = pop.l
-        pop.step(g)
+        if g % 2 == 0:
+            pop.hits[:] = 0                 # every individual below chance: all are candidates
+        n_replaced = pop.step(g)
         assert pop.l >= l_before and pop.l <= pop.n
-        b = pop.best_index()
-        best_rate.append(pop.score[b] / pop.evaluated[b])
+        b = seen["best"]
+        assert np.array_equal(pop.W[b], seen["W"]) and np.array_equal(pop.T[b], seen["T"]), g
+        assert np.array_equal(pop.leaf[b], seen["leaf"]), g
+        assert (int(pop.score[b]), int(pop.evaluated[b]), int(pop.hits[b])) == seen["figures"], g
+        best = pop.best_index()
+        assert pop.score[best] / pop.evaluated[best] >= seen["rate"], g
+        replaced_the_rest += n_replaced == p.population - 1
+    assert replaced_the_rest > 0           # the below-chance generations did replace all but the best
     assert pop.l > 8
 
 

@@ -58,3 +58,8 @@ def test_estimator_engines_agree_and_bad_seed():
         GPClassifier(engine="gpu", **kw).fit(X, y)
     with pytest.raises(TreegenError, match="64-bit seed"):
         native_gp.induce(X / 32768.0, y - 1, 2, gp.GPParams(max_iter=1), seed=-1)
+    # beyond the native engine's genome memory: one line from native, the Python reference under auto
+    big = dict(max_iter=2, population=4, max_depth=30, random_state=1)
+    with pytest.raises(TreegenError, match="MiB"):
+        GPClassifier(engine="native", **big).fit(X, y)
+    assert GPClassifier(**big).fit(X, y).fit_info_["engine"] == "python"

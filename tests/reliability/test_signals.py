@@ -158,3 +158,108 @@ def test_cv_workers_stop(work, sig, tmp_path):
     kids = descendants(proc.pid)
     assert kids, "cv started no worker processes"
     _stop_and_check(proc, kids, sig, 128 + sig, within=5.0)
+
+
+# ---------------------------------------------------------------------- compare on a local Dask cluster
+# (issue 24: SIGTERM exited 130; Ctrl-C while the cluster started was ignored, the run went on)
+SLOW_EFTI = '{"efti": {"max_iter": 1500, "engine": "python"}}'
+
+
+def _compare(work, tmp_path):
+    params = tmp_path / "p.json"
+    params.write_text(SLOW_EFTI)
+    args = ["compare", work / "irs.csv", "--algos", "efti", "--params", params, "--folds", "3", "--repeats", "2",
+            "--json", tmp_path / "c.json", "--workers", "2", "-q"]
+    err = open(tmp_path / "c.err", "wb")
+    proc = popen(*args, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)   # its own group: killpg
+    err.close()
+    proc.err_path = tmp_path / "c.err"
+    return proc
+
+
+def _session_gone(proc, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    return False
+
+
+@pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
+                         ids=["INT-to-the-group", "TERM"])
+def test_compare_stops_while_its_cluster_starts(work, tmp_path, sig, group):
+    """The signal arrives as the first worker process is spawned: the cluster is closed as soon as it
+    exists, exit 128 + n, one line, nothing left running (Ctrl-C reaches the whole process group)."""
+    proc = _compare(work, tmp_path)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not descendants(proc.pid) and proc.poll() is None:
+        time.sleep(0.005)
+    assert proc.poll() is None and descendants(proc.pid), proc.err_path.read_text()[-1500:]
+    (os.killpg if group else os.kill)(proc.pid, sig)
+    try:
+        proc.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"compare still running 40 s after {sig.name} during the cluster's start")
+    err = proc.err_path.read_text()
+    assert _session_gone(proc, 20), "processes of the interrupted compare are still alive"
+    assert proc.returncode == 128 + sig, (proc.returncode, err[-1500:])
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("treegen: interrupted"), err[-3000:]
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_compare_sigterm_mid_run_exits_143(work, tmp_path):
+    proc = _compare(work, tmp_path)
+    results = tmp_path / "c.tasks.jsonl"
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if results.exists() and results.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "finished before it could be stopped: " + proc.err_path.read_text()[-1500:]
+    kids = descendants(proc.pid)
+    assert kids
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("compare still running 30 s after SIGTERM")
+    assert _session_gone(proc, 20), "worker processes left running after SIGTERM"
+    err = proc.err_path.read_text()
+    lines = err.splitlines()
+    assert proc.returncode == 143, (proc.returncode, err[-1500:])
+    assert len(lines) == 1 and lines[0].startswith("treegen: interrupted by SIGTERM: ") and "resumes" in lines[0], err
+    kept = len(results.read_text().splitlines())
+    assert 1 <= kept < 6 and f"{kept} of 6 tasks finished" in lines[0]
+
+
+@pytest.mark.parametrize("phase", ["pool-starting", "running"])
+def test_cv_ctrl_c_to_the_process_group(work, tmp_path, phase):
+    """Ctrl-C in a terminal reaches every process of the group: the joblib workers ignore it (no
+    KeyboardInterrupt tracebacks of their own), treegen stops them: one line, exit 130."""
+    err = open(tmp_path / "cv.err", "wb")
+    proc = popen("cv", work / "irs.csv", "--algo", "efti", "--engine", "python", "--max-iter", "100000000",
+                 "--folds", "2", "--jobs", "2", "-q", stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    err.close()
+    need = 1 if phase == "pool-starting" else 2
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(descendants(proc.pid)) < need and proc.poll() is None:
+        time.sleep(0.005)
+    if phase == "running":
+        time.sleep(1.0)
+    assert proc.poll() is None and descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("cv still running 20 s after Ctrl-C")
+    assert _session_gone(proc, 20), "cv workers left running after Ctrl-C"
+    text = (tmp_path / "cv.err").read_text()
+    assert proc.returncode == 130 and text.splitlines() == ["treegen: interrupted"], (proc.returncode, text[-3000:])

@@ -7,6 +7,7 @@ import argparse
 import math
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import check_timeout
 
 
 class CLIError(TreegenError):
@@ -71,6 +72,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def timeout_seconds(text: str) -> float:
+    """A timeout in seconds: finite, > 0, at most :data:`treegen.core.limits.MAX_TIMEOUT`."""
+    try:
+        return check_timeout(text, "timeout")
+    except TreegenError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("timeout ")) from None
+
+
 def int_range(lo: int, hi: int):
     def parse(text: str) -> int:
         try:
@@ -82,6 +91,17 @@ def int_range(lo: int, hi: int):
         return value
     return parse
 
+
+
+def scheduler_address(text: str) -> str:
+    """``--scheduler``: ``tcp://HOST:PORT`` or ``HOST:PORT`` (checked here, before anything runs)."""
+    from treegen.learn.scheduler import parse_address
+
+    try:
+        parse_address(text)
+    except TreegenError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def pct(fraction: float) -> float:

@@ -12,48 +12,60 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 import tomllib
 from pathlib import Path
 
-from treegen.cli.common import int_at_least
+from treegen.cli.common import int_at_least, int_range, scheduler_address
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
 from treegen.core.errors import TreegenError
-from treegen.core.output import check_output, write_json, write_text
+from treegen.core.limits import MAX_FOLDS, MAX_REPEATS, available_cores, read_text_file
+from treegen.core.markdown import md_code, md_text
+from treegen.core.output import STDOUT, Output, check_paths, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.learn.estimators import ALGORITHMS
 
+#: the results file of ``--json -`` (no file name to put it beside)
+DEFAULT_RESULTS = "compare.tasks.jsonl"
 
 
 def add_scheduler_option(p) -> None:
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    p.add_argument("--scheduler", type=scheduler_address, metavar="tcp://HOST:PORT",
                    help="run the tasks on this running Dask scheduler (default: a local cluster)")
 
 
 def register(sub) -> None:
     p = sub.add_parser("compare", help="compare algorithms/settings over datasets (Dask), with statistics")
-    p.add_argument("datasets", nargs="+", metavar="DATASET",
-                   help="labelled CSV files, or names of NAME.csv.gz / NAME.csv in --data-dir")
+    input_(p.add_argument("datasets", nargs="+", metavar="DATASET",
+                          help="labelled CSV files, or names of NAME.csv.gz / NAME.csv in --data-dir"), "dataset")
     p.add_argument("--algos", required=True, metavar="A,B,...",
                    help=f"algorithms, comma-separated ({', '.join(ALGORITHMS)})")
-    p.add_argument("--params", metavar="FILE",
-                   help="JSON or TOML file: algorithm -> parameters, or a list of settings (each one "
-                        "column, optional \"name\")")
-    p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
+    input_(p.add_argument("--params", metavar="FILE",
+                          help="JSON or TOML file: algorithm -> parameters, or a list of settings (each one "
+                               "column, optional \"name\")"), "params")
+    p.add_argument("--folds", type=int_range(2, MAX_FOLDS), default=5, metavar="K",
                    help="number of folds (default 5)")
-    p.add_argument("--repeats", type=int_at_least(1, "an integer"), default=1, metavar="R",
+    p.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=1, metavar="R",
                    help="number of repetitions (default 1)")
-    p.add_argument("--seed", type=int_at_least(0, "an integer"), default=0, metavar="S", help="random seed (default 0)")
-    p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON")
-    p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown")
-    p.add_argument("--results", metavar="FILE",
-                   help="finished tasks, one per line (default OUT.tasks.jsonl beside --json); "
-                        "tasks found there are not run again")
+    p.add_argument("--seed", type=int_range(0, (1 << 64) - 1), default=0, metavar="S", help="random seed (default 0)")
+    output(p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON"),
+           "JSON file")
+    output(p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown"),
+           "Markdown file")
+    output(p.add_argument("--results", metavar="FILE",
+                          help="finished tasks, one per line (default OUT.tasks.jsonl beside --json; "
+                               "compare.tasks.jsonl with --json -); tasks found there are not run again"),
+           "results file", "file")
+    p.add_argument("--skip-bad-results", action="store_true",
+                   help="leave out (with a warning) lines of the results file that are not valid task records "
+                        "of this comparison, and run their tasks again (default: refuse, naming the line)")
     add_scheduler_option(p)
     p.add_argument("--workers", type=int_at_least(1, "an integer"), metavar="N",
                    help="worker processes of the local cluster (default: one per core)")
-    p.add_argument("--target", metavar="TARGET",
-                   help="also measure the flash bytes of each tree's q15 export for this target")
+    input_(p.add_argument("--target", metavar="TARGET",
+                          help="also measure the flash bytes of each tree's q15 export for this target"), "target")
     p.add_argument("--data-dir", metavar="DIR", help="where dataset names are looked up")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -66,8 +78,10 @@ def read_params_file(path: str) -> dict:
     if not p.exists() or p.is_dir():
         raise TreegenError(f"params file not found: {path}")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text_file(p, f"params file {path}")
         spec = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
+    except TreegenError:                        # not text, or too large
+        raise
     except (OSError, UnicodeDecodeError) as exc:
         raise TreegenError(f"cannot read params file {path}: {exc}") from None
     except (ValueError, tomllib.TOMLDecodeError) as exc:
@@ -122,7 +136,7 @@ def _p(p: float) -> str:
 def render_markdown(result: dict) -> str:
     s = result["summary"]
     names, datasets, cells = s["methods"], s["datasets"], s["cells"]
-    head = "| dataset | " + " | ".join(names) + " |"
+    head = "| dataset | " + " | ".join(map(md_text, names)) + " |"
     rule = "|---|" + "---|" * len(names)
     if result["n_tasks_run"]:
         ran = (f"{result['n_tasks']} tasks ({result['n_tasks_run']} run now, the rest from the results file); "
@@ -132,54 +146,54 @@ def render_markdown(result: dict) -> str:
     out = [f"# treegen compare: {len(names)} method(s) on {len(datasets)} dataset(s)", "",
            f"{result['folds']}-fold stratified CV x {result['repeats']} repetition(s), seed {result['seed']}; "
            f"{ran}; the tasks' fit and measure times sum to {result['task_seconds']:.0f} s.", "",
-           f"Command: `{result['command']}`", "", "Methods:", ""]
+           f"Command: {md_code(result['command'])}", "", "Methods:", ""]
     for name, m in result["methods"].items():
-        params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
-        out.append(f"- **{name}**: {m['algorithm']} ({params})")
+        params = ", ".join(f"{md_text(k)}={md_text(v)}" for k, v in m["params"].items())
+        out.append(f"- **{md_text(name)}**: {md_text(m['algorithm'])} ({params})")
     out += ["", "## Test accuracy (%): mean ± 95 % CI over the folds; best per dataset in bold", "", head, rule]
     for ds in datasets:
         row = []
         for m in names:
             text = _pm(cells[ds][m]["accuracy"], scale=100.0)     # fractions in JSON, percent here
             row.append(f"**{text}**" if m in s["best"][ds] else text)
-        out.append(f"| {ds} | " + " | ".join(row) + " |")
+        out.append(f"| {md_text(ds)} | " + " | ".join(row) + " |")
     if s["average_ranks"] is not None:
         out.append("| *average rank* | " + " | ".join(f"{s['average_ranks'][m]:.2f}" for m in names) + " |")
     out += ["", "## Leaves: mean ± 95 % CI", "", head, rule]
     for ds in datasets:
-        out.append(f"| {ds} | " + " | ".join(_pm(cells[ds][m]["leaves"]) for m in names) + " |")
+        out.append(f"| {md_text(ds)} | " + " | ".join(_pm(cells[ds][m]["leaves"]) for m in names) + " |")
     if result.get("target"):
-        out += ["", f"## Flash bytes of the q15 export for {result['target']} (compiled object, mean over folds)",
+        out += ["", f"## Flash bytes of the q15 export for {md_text(result['target'])} (compiled object, mean over folds)",
                 "", head, rule]
         for ds in datasets:
-            out.append(f"| {ds} | " + " | ".join(
+            out.append(f"| {md_text(ds)} | " + " | ".join(
                 "n/a" if cells[ds][m]["flash_bytes"] is None else f"{cells[ds][m]['flash_bytes']['mean']:.0f}"
                 for m in names) + " |")
     out += ["", "## Fit time (s per fold, mean)", "", head, rule]
     for ds in datasets:
-        out.append(f"| {ds} | " + " | ".join(f"{cells[ds][m]['train_seconds']['mean']:.3f}" for m in names) + " |")
+        out.append(f"| {md_text(ds)} | " + " | ".join(f"{cells[ds][m]['train_seconds']['mean']:.3f}" for m in names) + " |")
     out += ["", "## Statistics (one score per dataset: the mean test accuracy)", ""]
     f = s["friedman"]
     if f is None:
         out.append("Friedman test: needs at least 2 datasets and 2 methods.")
     else:
-        ranks = ", ".join(f"{n} {r:.3f}" for n, r in zip(f["names"], f["average_ranks"]))
+        ranks = ", ".join(f"{md_text(n)} {r:.3f}" for n, r in zip(f["names"], f["average_ranks"]))
         ff = "inf" if f["iman_davenport"] is None else f"{f['iman_davenport']:.3f}"
         out += [f"- Average ranks (1 = best): {ranks}",
                 f"- Friedman: chi2_F = {f['chi2']:.3f} (df {f['df'][0]}, p = {_p(f['chi2_p_value'])}); "
                 f"Iman-Davenport F_F = {ff} (df {f['df'][0]}, {f['df'][1]}), **p = {_p(f['p_value'])}** "
                 f"({'reject' if f['p_value'] <= f['alpha'] else 'cannot reject'} equal performance at "
                 f"alpha = {f['alpha']})"]
-        sig = [f"{p['a']} vs {p['b']} ({p['rank_diff']:.3f})" for p in f["nemenyi"]["pairs"] if p["significant"]]
+        sig = [f"{md_text(p['a'])} vs {md_text(p['b'])} ({p['rank_diff']:.3f})" for p in f["nemenyi"]["pairs"] if p["significant"]]
         out.append(f"- Nemenyi: q = {f['nemenyi']['q_alpha']:.3f}, critical difference CD = {f['nemenyi']['cd']:.3f}; "
                    f"pairs further apart than CD: {', '.join(sig) if sig else 'none'}")
-        tests = "; ".join(f"{t['method']}: z = {t['z']:.3f}, p = {_p(t['p_value'])}, Holm threshold "
+        tests = "; ".join(f"{md_text(t['method'])}: z = {t['z']:.3f}, p = {_p(t['p_value'])}, Holm threshold "
                           f"{t['threshold']:.4g} -> {'reject' if t['reject'] else 'keep'}" for t in f["holm"]["tests"])
-        out.append(f"- Holm against the best-ranked method ({f['holm']['control']}): {tests}")
+        out.append(f"- Holm against the best-ranked method ({md_text(f['holm']['control'])}): {tests}")
     w = s["wilcoxon"]
     if w is not None:
-        out.append(f"- Wilcoxon signed-rank, {w['a']} vs {w['b']}: R+ = {w['r_plus']:g}, R- = {w['r_minus']:g}, "
-                   f"T = {w['statistic']:g}, **p = {_p(w['p_value'])}** (wins/ties/losses of {w['a']}: "
+        out.append(f"- Wilcoxon signed-rank, {md_text(w['a'])} vs {md_text(w['b'])}: R+ = {w['r_plus']:g}, R- = {w['r_minus']:g}, "
+                   f"T = {w['statistic']:g}, **p = {_p(w['p_value'])}** (wins/ties/losses of {md_text(w['a'])}: "
                    f"{w['wins']}/{w['ties']}/{w['losses']} over {w['n']} datasets)")
     return "\n".join(out) + "\n"
 
@@ -193,16 +207,24 @@ def cmd_compare(args) -> int:
     methods = _cmp.methods_from_spec(algos, spec)
     if args.scheduler is not None and args.workers is not None:
         raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
+    if args.workers is not None:
+        if args.workers > available_cores():           # one process each: capped, as cv's --jobs
+            print(f"treegen: warning: --workers {args.workers} capped at {available_cores()} (the cores available)",
+                  file=sys.stderr)
+            args.workers = available_cores()
     measure = None
     if args.target is not None:
         from treegen.device.footprint import FlashSize
         measure = FlashSize(args.target)
-    results_path = args.results or str(Path(args.json).with_suffix("")) + ".tasks.jsonl"
-    check_output(args.json, "JSON file")
-    check_output(args.markdown, "Markdown file")
-    check_output(results_path, "results file")
-
+    results_path = args.results or (DEFAULT_RESULTS if args.json == STDOUT else
+                                    str(Path(args.json).with_suffix("")) + ".tasks.jsonl")
     paths = [resolve_dataset(a, args.data_dir) for a in args.datasets]
+    # the argparse-declared check ran already; this one knows the default results file and the datasets
+    # found in --data-dir (the results file is read too: no other output may be it)
+    check_paths([Output(args.json, "JSON file"), Output(args.markdown, "Markdown file"),
+                 Output(results_path, "results file", "file")],
+                [*paths, args.params])
+
     data, info = [], []
     for path in paths:
         ds = load_csv(path, label=args.label)
@@ -227,14 +249,17 @@ def cmd_compare(args) -> int:
     try:
         run = _cmp.run_comparison(data, methods, folds=args.folds, repeats=args.repeats, seed=args.seed,
                                   results=results_path, scheduler=args.scheduler, workers=args.workers,
-                                  measure=measure, on_start=on_start, on_result=on_result)
-    except KeyboardInterrupt:
+                                  measure=measure, on_start=on_start, on_result=on_result,
+                                  skip_bad_results=args.skip_bad_results)
+    except KeyboardInterrupt as exc:      # Ctrl-C, or SIGTERM/SIGHUP (Interrupted): 128 + the signal number
         if state["bar"] is not None:
             state["bar"].close()
         if not state["total"]:
             raise
-        print(f"treegen: interrupted: {kept()}", file=sys.stderr)
-        return 130
+        signum = int(getattr(exc, "signum", signal.SIGINT))
+        by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+        print(f"treegen: interrupted{by}: {kept()}", file=sys.stderr)
+        return 128 + signum
     except TreegenError as exc:
         if not state["total"]:
             raise

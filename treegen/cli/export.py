@@ -6,11 +6,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, model_names, table
+from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range,
+                                model_names, table)
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import ModelFileError, TreegenError
+from treegen.core.limits import MAX_EFTI_DEPTH, MAX_U32
 from treegen.core.model import load
-from treegen.core.output import check_output, write_json
+from treegen.core.output import write_json
 from treegen.core.targets import all_targets
 from treegen.core.targets import get as get_target
 from treegen.emit.export import DTYPES as EXPORT_DTYPES
@@ -27,8 +30,9 @@ def register(sub) -> None:
     p = sub.add_parser("export", help="generate fixed-point (Q15) or float32 C for a target")
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o); with --train also a training CSV")
-    p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')")
+    input_(p.add_argument("model", metavar="MODEL",
+                          help="model file (treegen fit -o); with --train also a training CSV"), "model-or-data")
+    input_(p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')"), "target")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table",
                    help="table: const node arrays + a loop; unrolled: one code block per node (default table)")
     p.add_argument("--dtype", choices=EXPORT_DTYPES, default="q15", help="q15 fixed point or f32 (default q15)")
@@ -39,10 +43,12 @@ def register(sub) -> None:
                    help="ensembles: soft (mean leaf class probabilities, + tg_<name>_predict_proba), hard "
                         "(majority of classes), auto (the model's own: soft for imported RandomForest/ExtraTrees)")
     p.add_argument("--name", metavar="NAME", help="C identifier of the model (default: the model file name)")
-    p.add_argument("--data", metavar="CSV", help="labelled data: fixed-vs-float agreement, accuracy, example rows")
+    input_(p.add_argument("--data", metavar="CSV",
+                          help="labelled data: fixed-vs-float agreement, accuracy, example rows"), "data")
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if missing)")
-    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    output(p.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if missing)"),
+           "output directory", "folder")
+    output(p.add_argument("--json", metavar="FILE", help="also write the report as JSON"), "JSON file")
     p.add_argument("--force", action="store_true",
                    help="replace files in DIR that treegen did not generate (default: refuse)")
     p.add_argument("--lib-layout", choices=EXPORT_LIB_LAYOUTS, default="plain",
@@ -55,14 +61,15 @@ def register(sub) -> None:
     g.add_argument("--train", action="store_true",
                    help="write the EFTI engine (tg_efti.*, tg_efti_config.c; --example: example/main.c) sized for "
                         "MODEL or a training CSV (compiled into flash), after a RAM check")
-    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
+    g.add_argument("--max-depth", type=int_range(1, MAX_EFTI_DEPTH), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
-    g.add_argument("--max-rows", type=int_at_least(2, "an integer"), metavar="N",
+    g.add_argument("--max-rows", type=int_range(2, MAX_U32), metavar="N",
                    help="--train: training rows the device keeps (default: the data's or the model's n_train)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("targets", help="list the targets code can be exported for")
-    p.add_argument("--json", metavar="FILE", help="also write the targets (every field of targets/*.toml) as JSON")
+    output(p.add_argument("--json", metavar="FILE",
+                          help="also write the targets (every field of targets/*.toml) as JSON"), "JSON file")
     p.set_defaults(func=cmd_targets)
 
 
@@ -72,7 +79,6 @@ def cmd_export(args) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise TreegenError(f"output path {out} is a file, not a directory")
-    check_output(args.json, "JSON file", inputs=[args.model, args.data])
     if args.label is not None and args.data is None:
         raise TreegenError("--label needs --data")
     target = get_target(args.target)
@@ -170,7 +176,6 @@ def _print_library_use(args, out: Path, name: str) -> None:
 
 
 def cmd_targets(args) -> int:
-    check_output(args.json, "JSON file")
     targets = all_targets()
     rows = [["name", "kind", "core", "FPU", "DSP", "flash", "RAM", "description"]]
     for t in targets:
@@ -185,7 +190,6 @@ def cmd_export_train(args) -> int:
     """``treegen export MODEL_OR_DATA --train --target T -o DIR [--max-depth D] [--max-rows N]``."""
     from treegen.device.train_firmware import export_train_library, params_from_model, training_rows
 
-    check_output(args.json, "JSON file")
     target = get_target(args.target)
     source = Path(args.model)
     model = None

@@ -7,13 +7,20 @@ import argparse
 import signal
 from pathlib import Path
 
-from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, kib, model_names
+from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range, kib,
+                                model_names)
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_EFTI_DEPTH
 from treegen.core.model import load
+from treegen.core.output import Output, check_paths
 from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
+
+FRAMEWORKS = ("baremetal", "arduino")      # treegen.device.platformio.FRAMEWORKS (not imported: device is lazy)
+UPLOADERS = ("pyocd", "platformio")         # treegen.device.upload.UPLOADERS
 
 
 def register(sub) -> None:
@@ -28,26 +35,37 @@ def register(sub) -> None:
     p.add_argument("--port", metavar="P",
                    help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
+    p.add_argument("--uploader", choices=UPLOADERS, default=None,
+                   help="boards: pyocd (default for the ST and Nordic boards: ST-LINK / CMSIS-DAP probes) or "
+                        "platformio (pio run -t upload)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="boards: build, print the exact upload command, do not run it")
     p.set_defaults(func=cmd_flash)
 
 
 def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("--target", required=True, metavar="T",
-                   help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see 'treegen targets')")
-    p.add_argument("-o", "--output", metavar="DIR",
-                   help="PlatformIO project directory (default: build/<model>-<target>)")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("--target", required=True, metavar="T",
+                          help="emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or board (see "
+                               "'treegen targets')"), "target")
+    output(p.add_argument("-o", "--output", metavar="DIR",
+                          help="PlatformIO project directory (default: build/<model>-<target>)"),
+           "project directory", "folder")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table", help="model code layout (default table)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
                    help="oblique multiply-accumulate: scalar, dsp, mve or auto (default auto)")
+    p.add_argument("--framework", choices=FRAMEWORKS, default="baremetal",
+                   help="boards: baremetal (default: register-level port, built offline) or arduino (the "
+                        "official PlatformIO platform and Arduino core, online)")
     g = p.add_argument_group("on-device training (the firmware 'treegen hil --train --port' talks to)")
     g.add_argument("--train", action="store_true",
                    help="add the EFTI training engine, sized for the rows of --data (after a RAM check)")
-    g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine")
+    input_(g.add_argument("--data", metavar="CSV", help="--train: labelled training data that sizes the engine"),
+           "data")
     g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
-    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D",
+    g.add_argument("--max-depth", type=int_range(1, MAX_EFTI_DEPTH), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
 
 
@@ -58,9 +76,11 @@ def _firmware_project(args):
     if target.kind not in ("emulated", "board"):
         raise TreegenError(f"target {target.name!r} (kind {target.kind!r}) has no firmware build; use an "
                            "emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
-    model = load(args.model)
     stem = Path(args.model).name.removesuffix(".json")
     out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    if args.output is None:     # the default folder: checked as -o DIR was (treegen.cli.paths)
+        check_paths([Output(str(out), "project directory", "folder")], [args.model, args.data])
+    model = load(args.model)
     return model, target, out
 
 
@@ -103,13 +123,16 @@ def _build_firmware(model, target, out: Path, args, train=None, reuse: bool = Fa
     from treegen.device.commands import build_firmware
 
     res = build_firmware(model, target, out, layout=args.layout, variant=args.variant, train=train,
-                         verbose=args.verbose, reuse=reuse)
+                         verbose=args.verbose, reuse=reuse, framework=getattr(args, "framework", "baremetal"))
     if res.elf is None:
         return res
     if res.up_to_date:
         print(f"firmware        {res.elf}  (up to date)")
         return res
     print(f"firmware        {res.elf}")
+    if res.bin is not None:
+        print(f"binary          {res.bin}")
+    print(f"image sha256    {res.image_sha256}  (loadable sections)")
     _print_size(res.flash_bytes, res.ram_bytes, target)
     print(f"build time      {res.seconds:.1f} s")
     return res
@@ -123,9 +146,11 @@ def cmd_build(args) -> int:
     train = _train_spec(args, model, target)
     res = _build_firmware(model, target, out, args, train=train)
     if res.elf is not None:
+        extra = f" --train --data {args.data}" if train is not None else ""
         if target.kind == "emulated":
-            extra = f" --train --data {args.data}" if train is not None else ""
             print(f"run             treegen flash {args.model} --target {target.name} -o {out}{extra}")
+        elif args.framework == "baremetal":
+            print(f"upload          treegen flash {args.model} --target {target.name} -o {out}{extra}")
     else:
         platform = target.platformio.get("platform", "")
         print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "
@@ -145,10 +170,16 @@ def cmd_flash(args) -> int:
     from treegen.device.commands import start_emulator
 
     model, target, out = _firmware_project(args)
+    if target.kind == "board" and args.framework == "baremetal" and target.uart != "arduino":
+        return _flash_baremetal(model, target, out, args)
+    if args.dry_run or args.uploader == "pyocd":
+        raise TreegenError("--dry-run and --uploader pyocd are for the bare-metal build of a board "
+                           "(--framework baremetal)")
     train = _train_spec(args, model, target)
     if target.kind == "board":
         from treegen.device.commands import upload_firmware
 
+        target = pio.for_framework(target, args.framework)
         pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         pio.check_board_platform(target, out)     # seconds, not PlatformIO's ~60 s wait for its registry
         print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
@@ -185,3 +216,41 @@ def cmd_flash(args) -> int:
     raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
 
 
+
+
+def _flash_baremetal(model, target, out: Path, args) -> int:
+    """``treegen flash`` for a board's bare-metal build: build offline, then upload with the board's
+    uploader (pyOCD: probe checked first, a second, one line naming the probe when none is there)."""
+    from treegen.device import platformio as pio
+    from treegen.device import processes
+    from treegen.device import upload as up
+    from treegen.device.commands import upload_firmware
+
+    uploader = up.uploader_for(target, args.uploader)
+    if uploader == "pyocd" and not args.dry_run:
+        up.check_probe(target)                  # before building: no probe -> one line, exit 2
+        up.check_part(target)
+    train = _train_spec(args, model, target)
+    res = _build_firmware(model, target, out, args, train=train, reuse=train is None)
+    if uploader == "platformio":
+        cmd = pio.upload_command(out, port=args.port)
+    else:
+        cmd = up.upload_command(target, res.elf)
+    print(f"upload          {' '.join(cmd)}", flush=True)
+    if args.dry_run:
+        if uploader == "pyocd":
+            try:
+                up.check_part(target)
+            except TreegenError as exc:          # a part from a CMSIS pack: say what to install
+                print(f"note            {exc}")
+        return 0
+    if uploader == "platformio":
+        rc = upload_firmware(out, port=args.port)
+    else:
+        try:
+            rc = processes.run(cmd)
+        except OSError as exc:
+            raise TreegenError(f"cannot run {cmd[0]}: {exc.strerror or exc}") from None
+    if rc != 0:
+        raise TreegenError(f"{uploader} upload failed (exit {rc}); see its output above")
+    return 0

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_range,
-                                model_names, positive_float)
+                                model_names, timeout_seconds)
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.model import load
-from treegen.core.output import check_output, write_json, write_text
+from treegen.core.output import Output, check_paths, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
@@ -23,28 +24,33 @@ def register(sub) -> None:
     p = sub.add_parser("hil", help="hardware in the loop: check a model's firmware on a device against the host")
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("--target", required=True, metavar="T",
-                   help="native, an emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("--target", required=True, metavar="T",
+                          help="native, an emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board "
+                               "(see 'treegen targets')"), "target")
     p.add_argument("--port", metavar="URL",
                    help="use the device running at this serial port or pyserial URL (/dev/ttyACM0, "
                         "socket://127.0.0.1:PORT); required for real boards (flashed with 'treegen flash'). "
                         "Without it, native and emulated targets are built and started here")
-    p.add_argument("--data", required=True, metavar="CSV", help="rows to stream (label column optional)")
+    input_(p.add_argument("--data", required=True, metavar="CSV", help="rows to stream (label column optional)"),
+           "data")
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default=None,
                    help="model code layout to build (default table; with --port: checked against the device)")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default=None,
                    help="multiply-accumulate variant to build (default auto; with --port: checked against the device)")
-    p.add_argument("-o", "--output", "--build-dir", dest="output", metavar="DIR",
-                   help="build directory (default: build/<model>-<target>, as for treegen build); a complete "
-                        "'treegen build' of the same model, layout and variant there is reused, not rebuilt")
-    p.add_argument("--timeout", type=positive_float, default=10.0, metavar="S",
+    output(p.add_argument("-o", "--output", "--build-dir", dest="output", metavar="DIR",
+                          help="build directory (default: build/<model>-<target>, as for treegen build); a complete "
+                               "'treegen build' of the same model, layout and variant there is reused, not rebuilt"),
+           "build directory", "folder")
+    p.add_argument("--timeout", type=timeout_seconds, default=10.0, metavar="S",
                    help="seconds to wait for each response (default 10)")
     p.add_argument("--bench-iters", type=int_range(0, 65535), default=2000, metavar="N",
                    help="BENCH calls per timed row (default 2000; 0 = no BENCH)")
-    p.add_argument("--json", metavar="FILE", help="write the report as JSON (also when the run fails: ok false)")
-    p.add_argument("--junit", metavar="FILE", help="write JUnit XML: one testcase per check (hash, predictions, bench)")
+    output(p.add_argument("--json", metavar="FILE",
+                          help="write the report as JSON (also when the run fails: ok false)"), "JSON file")
+    output(p.add_argument("--junit", metavar="FILE",
+                          help="write JUnit XML: one testcase per check (hash, predictions, bench)"), "JUnit file")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g = p.add_argument_group("on-device training (treegen.device.train_hil)")
     g.add_argument("--train", action="store_true",
@@ -60,8 +66,6 @@ def register(sub) -> None:
 def cmd_hil(args) -> int:
     from treegen.device import hil
 
-    check_output(args.json, "JSON file", inputs=[args.model, args.data])
-    check_output(args.junit, "JUnit file", inputs=[args.model, args.data, args.json])
     target = get_target(args.target)
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
@@ -70,6 +74,8 @@ def cmd_hil(args) -> int:
         raise DataError(f"{args.data} has no rows")
     stem = Path(args.model).name.removesuffix(".json")
     out = Path(args.output) if args.output else Path("build") / f"{stem}-{target.name}"
+    if args.output is None and args.port is None:   # the default folder: checked as -o DIR was (cli.paths)
+        check_paths([Output(str(out), "build directory", "folder")], [args.model, args.data])
     print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
     print(f"target          {target.name}  ({target.kind}: {target.description})")
     print(f"data            {args.data}  ({ds.n_rows} rows)", flush=True)
@@ -125,6 +131,8 @@ def _print_hil(r: dict) -> None:
         else:
             built = ""
         print(f"firmware        {r['firmware']}{built}")
+    if r.get("image_sha256"):
+        print(f"image sha256    {r['image_sha256']}  ({r['image']} image, loadable sections)")
     if r["flash_bytes"] is not None:
         print(f"flash / RAM     {r['flash_bytes']} / {r['ram_bytes']} bytes")
     d = r["device"]

@@ -21,8 +21,10 @@ import warnings
 
 from treegen.cli import compare, export, firmware, hil, models, plot
 from treegen.cli.common import CLIError, HilFailed, Interrupted
+from treegen.cli.paths import check_command
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
+from treegen.learn.cluster_signals import children_ignore_sigint
 
 PROG = "treegen"
 
@@ -97,7 +99,10 @@ def _main(argv: list[str] | None) -> int:
             if args.command is None:                 # bare 'treegen': the overview, not an error
                 parser.print_help()
                 return 0
-            return int(args.func(args) or 0)
+            # no output may destroy an input ('-' = stdout); Python workers (Dask, joblib) ignore a terminal's
+            # Ctrl-C, which treegen handles by stopping them
+            with check_command(parser, args), children_ignore_sigint():
+                return int(args.func(args) or 0)
     except TreegenError as exc:
         if isinstance(exc, HilFailed):
             print(f"{PROG}: hil failed: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_at_least, int_range, job_count,
-                                model_names, nonneg_float, params_text, pct, positive_float, table)
+from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range, job_count,
+                                model_names, nonneg_float, params_text, pct, positive_float, scheduler_address, table)
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
+from treegen.core.limits import MAX_DEPTH, MAX_FEATURES, MAX_FOLDS, MAX_POPULATION, MAX_REPEATS, MAX_ROWS, MAX_TREES, MAX_U32
 from treegen.core.metrics import evaluate
 from treegen.core.model import load, save
-from treegen.core.output import check_output, write_json, write_text
+from treegen.core.output import STDOUT, write_json, write_text
 from treegen.core.progress import enabled as progress_enabled
 from treegen.core.progress import progress_bar
 from treegen.core.scaling import METHODS as SCALING_METHODS
@@ -75,8 +77,8 @@ def _max_features_value(text: str):
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"sqrt, log2, all or an integer expected, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if not 1 <= value <= MAX_FEATURES:
+        raise argparse.ArgumentTypeError(f"must be 1..{MAX_FEATURES}, got {value}")
     return value
 
 
@@ -88,7 +90,7 @@ def _add_forest_options(g) -> None:
     g.add_argument("--vicinity-sigma2", type=_sigma2_value, metavar="S|auto",
                    help="gp, efti --risk vicinal: kernel variance per attribute variance (default 0.1); "
                         "auto = 3-fold inner cross-validation")
-    g.add_argument("--n-trees", type=int_at_least(1, "an integer"), metavar="N", help="rf: number of trees (default 100)")
+    g.add_argument("--n-trees", type=int_range(1, MAX_TREES), metavar="N", help="rf: number of trees (default 100)")
     g.add_argument("--base", metavar="LEARNER",
                    help="rf: base tree learner: cart (default), efti (oblique forest), gp")
     g.add_argument("--max-features", type=_max_features_value, metavar="sqrt|log2|all|N",
@@ -114,15 +116,16 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="efti, gp: native = the C engine compiled for the host (same result, faster); "
                         "device = train on --target (emulated targets start by themselves, or --port), "
                         "checked against the host engine; default auto (native when a C compiler exists)")
-    g.add_argument("--target", metavar="T", help="--engine device: the target to train on (treegen targets)")
+    input_(g.add_argument("--target", metavar="T", help="--engine device: the target to train on (treegen targets)"),
+           "target")
     g.add_argument("--port", metavar="URL", help="--engine device: a running device (serial port or "
                    "socket://host:port) instead of building and starting the firmware")
     g.add_argument("--dipole", choices=("global", "node"),
                    help="efti: draw new nodes' dipoles from the whole set (default) or the leaf's rows")
     g.add_argument("--scaling", choices=SCALING_METHODS, help="input scaling (default auto)")
     g.add_argument("--criterion", choices=("gini", "entropy"), help="cart: split criterion")
-    g.add_argument("--max-depth", type=int_at_least(1, "an integer"), metavar="D", help="maximum tree depth")
-    g.add_argument("--min-samples-leaf", type=int_at_least(1, "an integer"), metavar="N",
+    g.add_argument("--max-depth", type=int_range(1, MAX_DEPTH), metavar="D", help="maximum tree depth")
+    g.add_argument("--min-samples-leaf", type=int_range(1, MAX_ROWS), metavar="N",
                    help="cart: minimum training rows in a leaf")
     g.add_argument("--ccp-alpha", type=nonneg_float, metavar="A",
                    help="cart: cost-complexity pruning parameter")
@@ -192,10 +195,10 @@ def _open_fraction(text: str) -> float:
 
 def _add_alternative_options(g) -> None:
     """Options of the DE-PDT, DE-split and ID3 algorithms (defaults shown; see README)."""
-    g.add_argument("--population", type=int_at_least(4, "an integer"), metavar="P",
+    g.add_argument("--population", type=int_range(4, MAX_POPULATION), metavar="P",
                    help="de-pdt: population size (default 50); de-cart/de-id3: population of each "
                         "node's threshold DE (default 20); gp: population size (default 100)")
-    g.add_argument("--generations", type=int_at_least(0, "an integer"), metavar="G",
+    g.add_argument("--generations", type=int_range(0, MAX_U32), metavar="G",
                    help="de-pdt: generations (default 2000); de-cart/de-id3: generations of each "
                         "node's threshold DE (default 30)")
     g.add_argument("--height", type=int_range(2, 12), metavar="H",
@@ -244,10 +247,11 @@ def register(sub) -> None:
     """Add fit, predict, eval, cv and show to the subcommands ``sub``."""
     p = sub.add_parser("fit", help="induce a tree from a CSV dataset and save the model")
     add_csv_options(p)
-    p.add_argument("data", metavar="DATA", help="training CSV (header row; gzip allowed)")
+    input_(p.add_argument("data", metavar="DATA", help="training CSV (header row; gzip allowed)"), "data")
     _add_algo_options(p)
-    p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
-    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    output(p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write"),
+           "model file")
+    output(p.add_argument("--json", metavar="FILE", help="also write the figures as JSON"), "JSON file")
     p.add_argument("--jobs", type=job_count, metavar="J",
                    help="rf: trees fitted in parallel (joblib n_jobs; -1 = all cores; default 1)")
     p.set_defaults(func=cmd_fit)
@@ -255,38 +259,40 @@ def register(sub) -> None:
     p = sub.add_parser("predict", help="predict a label for every row of a CSV file")
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("data", metavar="DATA", help="CSV with the model's features (label column optional)")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("data", metavar="DATA", help="CSV with the model's features (label column optional)"), "data")
     p.add_argument("--label", metavar="NAME", help="label column to ignore (default: last, if present)")
-    p.add_argument("-o", "--output", metavar="OUT.csv", help="write predictions here instead of stdout")
+    output(p.add_argument("-o", "--output", metavar="OUT.csv", help="write predictions here instead of stdout"),
+           "output file")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("eval", help="accuracy, confusion matrix and per-class scores on labelled data")
     add_ignore_names(p)
     add_csv_options(p)
-    p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)")
-    p.add_argument("data", metavar="DATA", help="labelled CSV")
+    input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
+    input_(p.add_argument("data", metavar="DATA", help="labelled CSV"), "data")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
-    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    output(p.add_argument("--json", metavar="FILE", help="also write the figures as JSON"), "JSON file")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("cv", help="repeated stratified K-fold cross-validation")
     add_csv_options(p)
-    p.add_argument("data", metavar="DATA", help="labelled CSV")
+    input_(p.add_argument("data", metavar="DATA", help="labelled CSV"), "data")
     _add_algo_options(p)
-    p.add_argument("--folds", type=int_at_least(2, "an integer"), default=5, metavar="K",
+    p.add_argument("--folds", type=int_range(2, MAX_FOLDS), default=5, metavar="K",
                    help="number of folds (default 5)")
-    p.add_argument("--repeats", type=int_at_least(1, "an integer"), default=1, metavar="R",
+    p.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=1, metavar="R",
                    help="number of repetitions (default 1)")
     p.add_argument("--jobs", type=job_count, default=1, metavar="J",
                    help="parallel jobs (joblib n_jobs; -1 = all cores; default 1)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    p.add_argument("--scheduler", type=scheduler_address, metavar="tcp://HOST:PORT",
                    help="run the folds on this running Dask scheduler (joblib's Dask backend; --jobs is ignored)")
-    p.add_argument("--json", metavar="FILE", help="also write the figures (and every fold) as JSON")
+    output(p.add_argument("--json", metavar="FILE", help="also write the figures (and every fold) as JSON"),
+           "JSON file")
     p.set_defaults(func=cmd_cv)
 
     p = sub.add_parser("show", help="print a model's tree")
-    p.add_argument("model", metavar="MODEL", help="model file")
+    input_(p.add_argument("model", metavar="MODEL", help="model file"), "model")
     p.add_argument("--dot", action="store_true", help="Graphviz DOT instead of text")
     p.add_argument("--units", choices=SHOW_UNITS, default="raw",
                    help="tests in raw input units (as the data file) or in the normalised units the tree "
@@ -327,8 +333,6 @@ def cmd_fit(args) -> int:
         if "n_jobs" not in ALGORITHMS[algo]._param_names():
             raise TreegenError(f"option --jobs does not apply to --algo {algo}")
         params["n_jobs"] = args.jobs
-    check_output(args.output, "model file", inputs=[args.data])
-    check_output(args.json, "JSON file", inputs=[args.data, args.output])
     ds, classes = _load_training(args)
     device = None
     if params.get("engine") == "device" or getattr(args, "target", None) or getattr(args, "port", None):
@@ -363,7 +367,10 @@ def cmd_fit(args) -> int:
     model.metadata["dataset"] = Path(args.data).name
     model.metadata["label_column"] = ds.label_name
     model.metadata["train_seconds"] = seconds
-    save(model, args.output)
+    if args.output == STDOUT:
+        write_text(STDOUT, model.to_json() + "\n", "model file")
+    else:
+        save(model, args.output)
 
     tree = est.tree_
     train_acc = pct(model.metadata["train_accuracy"])
@@ -398,12 +405,11 @@ def cmd_fit(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    check_output(args.output, "output file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
                         feature_names=model_names(args, model), **csv_options(args))
     pred = model.predict(ds.X)
-    if args.output is None:
+    if args.output is None:          # streamed ('-o -' goes through write_text, as any output)
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(["prediction"])
         writer.writerows([p] for p in pred.tolist())
@@ -418,7 +424,6 @@ def cmd_predict(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    check_output(args.json, "JSON file", inputs=[args.model, args.data])
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
                         feature_names=model_names(args, model), **csv_options(args))
@@ -479,7 +484,6 @@ def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
     if params.get("engine") == "device" or args.target is not None or args.port is not None:
         raise TreegenError("--engine device, --target and --port apply to fit only (cv trains on the host)")
-    check_output(args.json, "JSON file", inputs=[args.data])
     ds, classes = _load_training(args)
     _categorical_by_index(params, ds.feature_names)
     if args.folds > ds.n_rows:

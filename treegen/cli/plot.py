@@ -13,10 +13,11 @@ import json
 from pathlib import Path
 
 from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, model_names
+from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
+from treegen.core.limits import read_text_file
 from treegen.core.model import load
-from treegen.core.output import check_output
 
 
 def register(sub) -> None:
@@ -25,9 +26,11 @@ def register(sub) -> None:
     add_ignore_names(p)
     add_csv_options(p)
     p.add_argument("kind", choices=("tree", "partition", "confusion", "cv", "hil"), help="what to draw")
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="tree: MODEL; partition/confusion: MODEL DATA; cv/hil: one or more JSON reports")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="picture to write (.svg, .png or .pdf)")
+    input_(p.add_argument("inputs", nargs="+", metavar="INPUT",
+                          help="tree: MODEL; partition/confusion: MODEL DATA; cv/hil: one or more JSON reports"),
+           "report")
+    output(p.add_argument("-o", "--output", required=True, metavar="FILE",
+                          help="picture to write (.svg, .png or .pdf)"), "picture", "binary")
     p.add_argument("--features", metavar="A,B", help="partition: the two features to draw (default: the first two)")
     p.add_argument("--label", metavar="NAME", help="label column of DATA (default: last, if present)")
     p.set_defaults(func=cmd_plot)
@@ -35,10 +38,11 @@ def register(sub) -> None:
 
 def _read_report(path: str) -> tuple[str, dict]:
     try:
-        with open(path, encoding="utf-8") as fh:
-            report = json.load(fh)
+        report = json.loads(read_text_file(path, f"{path}: report"))
     except FileNotFoundError:
         raise TreegenError(f"{path}: report not found") from None
+    except TreegenError:                        # not text, or too large
+        raise
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise TreegenError(f"{path}: not a JSON report ({' '.join(str(exc).split())})") from None
     if not isinstance(report, dict):
@@ -52,7 +56,6 @@ def cmd_plot(args) -> int:
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".svg", ".png", ".pdf"):
         raise TreegenError(f"picture format {suffix or '(none)'!r} not supported: name the output .svg, .png or .pdf")
-    check_output(args.output, "picture")
     expected = {"tree": 1, "partition": 2, "confusion": 2}.get(args.kind)
     if expected is not None and len(args.inputs) != expected:
         want = "MODEL" if expected == 1 else "MODEL DATA"

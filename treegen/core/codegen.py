@@ -38,6 +38,9 @@ def environment():
         lstrip_blocks=True,
         autoescape=False,
     )
+    # names that reach C text (feature names, class labels, target names) go through these two
+    env.filters["c_string"] = c_string_body
+    env.filters["c_comment"] = comment_text
     return env
 
 
@@ -143,10 +146,16 @@ def c_string_body(text: str) -> str:
 
 
 def comment_text(text: str) -> str:
-    """``text`` safe inside a ``/* ... */`` comment: one line, no comment terminator, ASCII."""
-    flat = " ".join(str(text).split())
-    flat = flat.replace("*/", "* /").replace("/*", "/ *")
-    return flat.encode("ascii", "backslashreplace").decode("ascii")
+    """``text`` safe inside a ``/* ... */`` comment: one line (newlines and other white space runs
+    become one space), no comment start or end, no trigraph (``??x`` -> ``?\\?x``: the escape breaks
+    the pair), no backslash that could splice the next line (``\\`` -> ``\\x5c``), printable ASCII
+    only (control and other characters as ``\\xNN`` / ``\\uNNNN``)."""
+    flat = " ".join(str(text).split()).replace("\\", "\\x5c")
+    flat = flat.encode("ascii", "backslashreplace").decode("ascii")
+    flat = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", flat)    # control characters
+    while "*/" in flat or "/*" in flat:
+        flat = flat.replace("*/", "* /").replace("/*", "/ *")
+    return re.sub(r"\?(?=\?)", "?\\\\", flat)
 
 
 def f32_literal(value: float) -> str:

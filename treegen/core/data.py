@@ -1,7 +1,8 @@
 """Reading datasets: CSV with a header row (gzip allowed), numeric features, label column.
 
-The label column is the last one unless ``label`` names another. Labels may be integers or
-strings; class order is numeric for integer labels and lexicographic for string labels.
+The label column is the last one unless ``label`` names another. Labels are all numbers (compared
+by value: ``1`` and ``1.0`` are one class, the integer 1) or all text; a column mixing both is
+refused. Class order is numeric for numeric labels and lexicographic for text labels.
 Every problem is reported as a one-line :class:`~treegen.core.errors.DataError`.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from treegen.core.errors import DataError
+from treegen.core.limits import MAX_COLUMNS, MAX_DATA_BYTES, MAX_ROWS, gunzip_bounded, read_bounded
 
 
 @dataclass(eq=False)
@@ -60,7 +62,7 @@ def read_bytes(path, what: str = "data") -> bytes:
         if stream is None:
             raise DataError(f"cannot read {what} from standard input: it is closed")
         try:
-            raw = stream.read()
+            raw = read_bounded(stream, MAX_DATA_BYTES, name, DataError)
         except OSError as exc:
             raise DataError(f"cannot read {what} from standard input: {exc.strerror or exc}") from None
     else:
@@ -69,14 +71,14 @@ def read_bytes(path, what: str = "data") -> bytes:
             raise DataError(f"{what} path is a directory: {p}")
         try:
             with open(p, "rb") as fh:
-                raw = fh.read()
+                raw = read_bounded(fh, MAX_DATA_BYTES, name, DataError)
         except FileNotFoundError:
             raise DataError(f"{what} file not found: {p}") from None
         except OSError as exc:
             raise DataError(f"cannot read {p}: {exc.strerror or exc}") from None
     if raw[:2] == GZIP_MAGIC:
         try:
-            raw = gzip.decompress(raw)
+            raw = gunzip_bounded(raw, MAX_DATA_BYTES, name, DataError)
         except (OSError, EOFError, zlib.error) as exc:  # corrupt or truncated gzip stream
             raise DataError(f"cannot read {name}: corrupt gzip data ({exc})") from None
     return raw
@@ -117,10 +119,19 @@ def read_rows(path, delimiter: str = ",", header: bool = True) -> list[list[str]
 
 
 def _parse_label(text: str):
+    """A label's value: an integer, else a finite number (``1.0`` is the integer 1: labels are
+    compared by value), else the text itself."""
     try:
         return int(text)
     except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
         return text
+    if not math.isfinite(value):
+        return text
+    return int(value) if value.is_integer() and abs(value) < 2**63 else value
 
 
 def load_csv(path: str | Path, label: str | None = None, *, has_label: bool = True, delimiter: str = ",",
@@ -144,6 +155,11 @@ def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, 
     body = rows[1:]
     if not body:
         raise DataError(f"{path} has a header but no data rows")
+    if len(header) > MAX_COLUMNS:
+        raise DataError(f"{path} has {len(header)} columns, more than the {MAX_COLUMNS} treegen reads "
+                        f"({MAX_COLUMNS - 1} features and a label)")
+    if len(body) > MAX_ROWS:
+        raise DataError(f"{path} has {len(body)} data rows, more than the {MAX_ROWS} treegen reads")
     if len(header) < 2 and has_label:
         raise DataError(f"{path} needs at least one feature column and a label column")
     if not has_label:
@@ -157,7 +173,7 @@ def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, 
     feature_cols = [i for i in range(len(header)) if i != label_col]
     n_cols = len(header)
     X = np.empty((len(body), len(feature_cols)), dtype=np.float64)
-    labels = []
+    labels, texts = [], []
     for r, row in enumerate(body):
         line = r + 2
         if len(row) != n_cols:
@@ -178,7 +194,8 @@ def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, 
         if lab == "":
             raise DataError(f"{path}: line {line}: empty label")
         labels.append(_parse_label(lab))
-    return Dataset(X=X, labels=_label_array(labels), feature_names=[header[i] for i in feature_cols],
+        texts.append(lab)
+    return Dataset(X=X, labels=_label_array(labels, texts, path), feature_names=[header[i] for i in feature_cols],
                    label_name=header[label_col] if label_col >= 0 else "", source=str(path))
 
 
@@ -240,10 +257,29 @@ def match_feature_names(ds: Dataset, names: list[str]) -> Dataset:
                     "rename them, or match by position with --ignore-names")
 
 
-def _label_array(labels: list) -> np.ndarray:
-    # mixed int/str labels are all treated as strings
-    if any(isinstance(v, str) for v in labels):
-        labels = [str(v) for v in labels]
+def _label_array(labels: list, texts: list | None = None, path: str = "data") -> np.ndarray:
+    """The labels as an object array. Numeric labels are compared by value (``1``, ``1.0`` and
+    ``+1`` are one class; a warning shows the mapping of every text that is not the value's own);
+    a column mixing numbers and other text is refused (a :class:`DataError` naming one of each)."""
+    is_text = [isinstance(v, str) for v in labels]
+    if any(is_text) and not all(is_text):
+        first_num = next(i for i, t in enumerate(is_text) if not t)
+        first_text = next(i for i, t in enumerate(is_text) if t)
+        shown = texts if texts is not None else labels
+        raise DataError(f"{path}: the label column mixes numbers and text (line {first_num + 2}: "
+                        f"{shown[first_num]!r}, line {first_text + 2}: {shown[first_text]!r}); "
+                        "labels must be all numbers or all text")
+    if texts is not None and labels and not any(is_text):
+        mapped = {}
+        for v, t in zip(labels, texts):
+            if t != str(v) and t not in mapped:
+                mapped[t] = v
+        if mapped:
+            import warnings
+
+            shown = ", ".join(f"{t!r} -> {v!r}" for t, v in list(mapped.items())[:8])
+            warnings.warn(f"{path}: numeric labels compared by value: {shown}"
+                          f"{' ...' if len(mapped) > 8 else ''}", UserWarning, stacklevel=4)
     arr = np.empty(len(labels), dtype=object)
     arr[:] = labels
     return arr

@@ -39,6 +39,7 @@ import numpy as np
 
 from treegen.core.atomic import atomic_write
 from treegen.core.errors import ModelFileError, TreegenError
+from treegen.core.limits import MAX_MODEL_BYTES, bytes_text, read_bounded
 from treegen.core.scaling import InputScaling
 from treegen.core.schema import CONTRACTS, FORMAT, FORMAT_VERSION, VOTES, check_model_dict
 from treegen.core.tree import Tree
@@ -241,8 +242,16 @@ def plain(obj):
 def save(model: Model, path: str | Path) -> Path:
     """Write ``model`` to ``path`` atomically (a temporary file in the same folder, then a rename)."""
     path = Path(path)
+    try:                                     # the reader's checks: a file written here can be read back
+        check_model_dict(model.to_dict())
+    except ModelFileError as exc:
+        raise TreegenError(f"cannot write model file {path}: {exc}") from None
+    blob = (model.to_json() + "\n").encode("utf-8")
+    if len(blob) > MAX_MODEL_BYTES:
+        raise TreegenError(f"model is too large for a model file ({bytes_text(len(blob))}; at most "
+                           f"{bytes_text(MAX_MODEL_BYTES)})")
     try:
-        atomic_write(path, (model.to_json() + "\n").encode("utf-8"))
+        atomic_write(path, blob)
     except OSError as exc:
         raise TreegenError(f"cannot write model file {path}: {exc.strerror or exc}") from None
     return path
@@ -255,10 +264,11 @@ def load(path: str | Path) -> Model:
     try:
         if str(path) == "-":
             import sys
-            text = sys.stdin.buffer.read().decode("utf-8-sig")
+            raw = read_bounded(sys.stdin.buffer, MAX_MODEL_BYTES, name, ModelFileError)
         else:
             with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8-sig")
+                raw = read_bounded(fh, MAX_MODEL_BYTES, name, ModelFileError)
+        text = raw.decode("utf-8-sig")
     except FileNotFoundError:
         raise ModelFileError(f"model file not found: {path}") from None
     except (OSError, UnicodeDecodeError, AttributeError) as exc:

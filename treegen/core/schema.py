@@ -7,7 +7,7 @@ range is wrong. Everything is checked iteratively with bounded sizes, so a hosti
 the loader overflow a fixed-width integer, allocate without limit or recurse deeply: after this
 check, building the numpy arrays of :class:`~treegen.core.tree.Tree` cannot fail or wrap.
 
-The bounds below are far above any tree treegen builds or imports, and well inside what the
+The bounds (:mod:`treegen.core.limits`, shared with the writer) are far above any tree treegen builds or imports, and well inside what the
 exporters, the device protocol and int64 class counts can represent.
 """
 
@@ -16,20 +16,11 @@ from __future__ import annotations
 import math
 
 from treegen.core.errors import ModelFileError
+from treegen.core.limits import (MAX_ABS_VALUE, MAX_CELLS, MAX_CLASSES, MAX_COUNT, MAX_DEPTH,  # noqa: F401
+                                  MAX_FEATURES, MAX_LABEL_INT, MAX_META_DEPTH, MAX_NAME, MAX_NODES, MAX_TREES)
 
 FORMAT = "treegen-model"
 FORMAT_VERSION = 1
-MAX_FEATURES = 65535          # feature indices fit uint16 on the device
-MAX_CLASSES = 65535
-MAX_TREES = 4096
-MAX_NODES = 1 << 20           # per tree
-MAX_CELLS = 1 << 24           # n_nodes * n_features (weights) and n_nodes * n_classes (counts), per tree
-MAX_DEPTH = 1024              # tests on the longest root-to-leaf path
-MAX_COUNT = 1 << 40           # one class count; a node total stays below 2**63 for MAX_CLASSES classes
-MAX_NAME = 4096               # characters of a feature name or a string class label
-MAX_LABEL_INT = (1 << 63) - 1
-MAX_ABS_VALUE = 1e300         # weights, thresholds, offsets and scales: finite, products stay finite
-MAX_META_DEPTH = 32           # nesting of the free-form metadata object
 SCALING_METHODS = ("q15", "minmax")
 MODEL_FIELDS = ("format", "format_version", "feature_names", "classes", "scaling", "trees", "metadata", "vote",
                 "input_contract")

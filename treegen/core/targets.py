@@ -14,10 +14,23 @@ Optional keys (validated when present):
   optional ``qemu`` (executable, default ``qemu-system-arm``), ``uart_irq`` (int), ``args`` (list of
   str: extra QEMU arguments such as ``-icount``), ``flash_base`` / ``ram_base`` (int: where the
   linker script puts code and data, default 0x00000000 / 0x20000000).
-- ``[platformio]`` (required for ``kind = "emulated"`` and ``"board"``): ``platform`` (str); boards
-  also need ``board`` and ``framework``, and their ``platform`` must pin a version
+- ``[platformio]`` (required for ``kind = "emulated"``, and for boards whose port is ``arduino``):
+  ``platform`` (str); on boards it describes the online Arduino build (``--framework arduino``) and
+  also needs ``board`` and ``framework``, and its ``platform`` must pin a version
   (``ststm32@~19.6.0``: PlatformIO's ``name@spec``, so a user's build is reproducible); other keys
   (``upload_protocol``, ``monitor_speed`` ...) are copied into the generated ``platformio.ini``.
+- ``[soc]`` (required for boards with a bare-metal port, i.e. ``uart`` other than ``arduino``): the
+  board-support data of the chip: ``flash_base`` / ``ram_base`` (int: where the linker script puts
+  code and data), ``family`` (str, e.g. ``stm32f4``) and ``[soc.defines]``: C macros of the port
+  (``TG_UART_BASE``, ``TG_UART_RX_IRQ``, clock-enable registers and bits, pins, clock; int or str);
+  ``startup`` / ``ldscript`` (templates/firmware/ file names, default ``startup_cortexm.c`` /
+  ``cortexm.ld``: another core family brings its own pair).
+- ``image`` (str, emulated targets): the board whose firmware image this QEMU machine runs unchanged
+  (``qemu-netduinoplus2`` runs ``nucleo_f446re``'s); the image is built for that board.
+- ``[upload]`` (boards): ``uploader`` (``pyocd``), ``pyocd_target`` (pyOCD's part name, e.g.
+  ``stm32f446retx``), ``probe`` (what the user connects, for messages).
+- ``[emulator] uart_index`` (int, default 0): which ``-serial`` option is the harness's UART (QEMU maps
+  the n-th ``-serial`` to the machine's n-th UART; the ones before it get ``-serial null``).
 """
 
 from __future__ import annotations
@@ -28,7 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import read_bounded
 from treegen.core.resources import targets_dir
+
+MAX_TARGET_BYTES = 1 << 20      # a target description is a few hundred bytes
 
 KINDS = ("host", "mcu", "emulated", "board")
 
@@ -87,6 +103,21 @@ class Target:
         return dict(self.extra.get("emulator", {}))
 
     @property
+    def soc(self) -> dict:
+        """The ``[soc]`` table ({} when absent): board-support data of a bare-metal port."""
+        return dict(self.extra.get("soc", {}))
+
+    @property
+    def upload(self) -> dict:
+        """The ``[upload]`` table ({} when absent)."""
+        return dict(self.extra.get("upload", {}))
+
+    @property
+    def image(self) -> str:
+        """Name of the target whose firmware image runs on this one (key ``image``; itself when absent)."""
+        return str(self.extra.get("image", self.name))
+
+    @property
     def platformio(self) -> dict:
         """The ``[platformio]`` table ({} when absent)."""
         return dict(self.extra.get("platformio", {}))
@@ -117,7 +148,11 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
 
 
 _EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
-                  "flash_base": int, "ram_base": int}
+                  "flash_base": int, "ram_base": int, "uart_index": int}
+_SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str}
+_UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str}
+#: the port of the online Arduino build (PlatformIO's official platforms); every other port is bare metal
+ARDUINO_PORT = "arduino"
 _PLATFORMIO_KEYS = {"platform": str, "board": str, "framework": str, "upload_protocol": str,
                     "upload_port": str, "monitor_speed": int}
 
@@ -140,22 +175,38 @@ def _check_optional(fname: str, data: dict) -> None:
         uart = data["uart"]
         if not isinstance(uart, str) or not uart.replace("_", "").isalnum() or not uart.islower():
             raise TreegenError(f"target file {fname}: key 'uart' must be a port name like 'cmsdk_uart'")
+    if "image" in data and (kind != "emulated" or not isinstance(data["image"], str) or not data["image"]):
+        raise TreegenError(f"target file {fname}: key 'image' (a board's name) is for emulated targets only")
+    baremetal_board = kind == "board" and data.get("uart") not in (None, ARDUINO_PORT)
+    own_uart = kind == "emulated" and "image" not in data and "soc" not in data
     _check_table(fname, data, "emulator", _EMULATOR_KEYS,
-                 ("machine", "uart_base") if kind == "emulated" else ())
+                 ("machine", "uart_base") if own_uart else ("machine",) if kind == "emulated" else ())
     pio_required = {"emulated": ("platform",), "board": ("platform", "board", "framework")}.get(kind, ())
+    if baremetal_board and "platformio" not in data:
+        pio_required = ()
     _check_table(fname, data, "platformio", _PLATFORMIO_KEYS, pio_required)
-    if kind == "board" and not PINNED_PLATFORM.fullmatch(str(data["platformio"]["platform"])):
+    if kind == "board" and "platformio" in data and \
+            not PINNED_PLATFORM.fullmatch(str(data["platformio"].get("platform", ""))):
         raise TreegenError(f"target file {fname}: [platformio] platform {data['platformio']['platform']!r} must "
                            "pin a version, like 'ststm32@~19.6.0'")
+    _check_table(fname, data, "soc", _SOC_KEYS, ("flash_base", "ram_base") if baremetal_board else ())
+    for name, value in data.get("soc", {}).get("defines", {}).items():
+        if not re.fullmatch(r"TG_[A-Z0-9_]+", name) or isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise TreegenError(f"target file {fname}: [soc.defines] {name!r} must be TG_NAME = int or string")
+    _check_table(fname, data, "upload", _UPLOAD_KEYS, ())
     if kind in ("emulated", "board") and "uart" not in data:
         raise TreegenError(f"target file {fname}: kind {kind!r} needs the key 'uart' (firmware port)")
 
 
 def _parse(path: Path) -> Target:
     try:
-        data = tomllib.loads(path.read_text())
+        with open(path, "rb") as fh:
+            raw = read_bounded(fh, MAX_TARGET_BYTES, f"target file {path.name}")
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise TreegenError(f"target file {path.name}: not UTF-8 text") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise TreegenError(f"target file {path.name}: {exc}") from None
+        raise TreegenError(f"target file {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
     for key, typ in _REQUIRED.items():
         if key not in data:
             raise TreegenError(f"target file {path.name}: missing key {key!r}")

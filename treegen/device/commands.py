@@ -1,8 +1,10 @@
 """The Python counterparts of ``treegen build``, ``treegen flash`` and ``treegen hil``.
 
-:func:`build_firmware` writes a model's PlatformIO project and builds it (emulated targets, or boards
-whose platform is installed); :func:`start_emulator` gives the running QEMU board of ``treegen flash``
-for an emulated target (built first unless the project's firmware is up to date);
+:func:`build_firmware` writes a model's PlatformIO project and builds it (through
+:func:`treegen.device.build.build`, the one home of "build this model for this target": emulated
+targets, boards with a bare-metal port, Arduino boards whose platform is installed);
+:func:`start_emulator` gives the running QEMU board of ``treegen flash`` for an emulated target
+(built first unless the project's firmware is up to date);
 :func:`upload_firmware` uploads to a real board with PlatformIO; :func:`run_hil` is
 :func:`treegen.device.hil.run_hil`. The CLI (:mod:`treegen.cli.firmware`) calls these and only adds
 the printing. Nothing here prints.
@@ -11,7 +13,6 @@ the printing. Nothing here prints.
 from __future__ import annotations
 
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,13 +40,30 @@ class BuildResult:
     upload_command: list
     up_to_date: bool = False
 
+    @property
+    def bin(self) -> Path | None:
+        """The raw binary beside the ELF (objcopy -O binary: what a drag-and-drop upload takes)."""
+        if self.elf is None:
+            return None
+        path = self.elf.with_suffix(".bin")
+        return path if path.is_file() else None
+
+    @property
+    def image_sha256(self) -> str | None:
+        """sha256 of the ELF's loadable sections (:mod:`treegen.device.image`)."""
+        if self.elf is None:
+            return None
+        from treegen.device.image import image_sha256
+
+        return image_sha256(self.elf)
+
 
 def _target(target) -> Target:
     return target if isinstance(target, Target) else get_target(str(target))
 
 
 def build_firmware(model: Model, target, output, *, layout: str = "table", variant: str = "auto", train=None,
-                   verbose: bool = False, reuse: bool = False) -> BuildResult:
+                   verbose: bool = False, reuse: bool = False, framework: str = "baremetal") -> BuildResult:
     """Write the PlatformIO project of ``model`` (model C + firmware harness) for ``target`` into
     ``output`` and build it offline: ``treegen build``.
 
@@ -65,33 +83,27 @@ def build_firmware(model: Model, target, output, *, layout: str = "table", varia
     reuse : bool
         Keep an up-to-date firmware of the same model, layout and variant instead of rebuilding
         (``treegen flash`` does; never with ``train``).
+    framework : str
+        ``baremetal`` (default: the board's register-level port, built offline) or ``arduino`` (boards:
+        the Arduino core from the official PlatformIO platform, built where the registry is reachable).
+        An emulated target that runs a board's image (``image``) builds that board's firmware.
 
     Raises :class:`TreegenError` for a target without a firmware build (``native``, export-only
     targets), a failed build, or a firmware too big for the target.
     """
     from treegen.device import platformio as pio
+    from treegen.device.build import build
 
     tgt = _target(target)
     if tgt.kind not in ("emulated", "board"):
         raise TreegenError(f"target {tgt.name!r} (kind {tgt.kind!r}) has no firmware build; use an emulated target "
                            "(qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board (see 'treegen targets')")
     out = Path(output)
-    upload = pio.upload_command(out)
-    platform = tgt.platformio.get("platform", "")
     with buildfolder.locked(out):
-        if reuse and train is None:
-            elf = pio.firmware_current(out, tgt, f"model {model.hash()}  layout {layout}  variant {variant}")
-            if elf is not None and f"; target {tgt.name}:" in (out / "platformio.ini").read_text(encoding="utf-8"):
-                size = pio.flash_size(elf)
-                return BuildResult(out, elf, size.flash, size.ram, 0.0, upload, up_to_date=True)
-        pio.write_project(model, out, target=tgt, layout=layout, variant=variant, train=train)
-        if tgt.kind == "board" and not pio.platform_installed(platform):
-            return BuildResult(out, None, None, None, 0.0, upload)
-        t0 = time.perf_counter()
-        elf = pio.build(out, verbose=verbose, target=tgt)
-        seconds = time.perf_counter() - t0
-    size = pio.check_size(elf, tgt)
-    return BuildResult(out, elf, size.flash, size.ram, seconds, upload)
+        b = build(model, tgt, out, layout=layout, variant=variant, train=train, framework=framework,
+                  reuse=reuse, verbose=verbose)
+    return BuildResult(out, b.path, b.flash_bytes, b.ram_bytes, b.seconds, pio.upload_command(out),
+                       up_to_date=b.reused)
 
 
 def start_emulator(target, elf, *, port: int | None = None):

@@ -53,6 +53,16 @@ def _proc_listening(port: int) -> bool | None:
     return False
 
 
+def serial_args(emulator: dict, chardev: str = "u0") -> list[str]:
+    """The ``-serial`` options: QEMU maps the n-th to the machine's n-th UART, so the harness's UART
+    (``[emulator] uart_index``, default 0) gets the socket and the ones before it ``null``
+    (netduinoplus2: USART2 is the second, ``-serial null -serial chardev:u0``)."""
+    index = int(emulator.get("uart_index", 0))
+    if not 0 <= index <= 7:
+        raise TreegenError(f"[emulator] uart_index {index} is not 0..7")
+    return ["-serial", "null"] * index + ["-serial", f"chardev:{chardev}"]
+
+
 def _one_line(text: str, limit: int = 400) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -128,7 +138,7 @@ class QemuBoard:
             port = self.port if self.port is not None else free_port(self.host)
             self.command = [qemu, "-M", emu["machine"], "-kernel", str(self.elf), *args, *self.extra_args,
                             "-chardev", f"socket,id=u0,host={self.host},port={port},server=on,wait=on,nodelay=on",
-                            "-serial", "chardev:u0"]
+                            *serial_args(emu)]
             self._stderr = tempfile.TemporaryFile()
             try:
                 self.process = processes.spawn(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

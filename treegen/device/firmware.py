@@ -186,6 +186,7 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
     out = prepare_out_dir(out_dir)
     sources = [f"{FIRMWARE_DIR}/tg_protocol.h", f"{FIRMWARE_DIR}/tg_protocol.c", f"{FIRMWARE_DIR}/tg_port.h",
                template, f"{FIRMWARE_DIR}/tg_model_glue.h.j2", f"{FIRMWARE_DIR}/tg_harness.c"]
+    sources += [f"{FIRMWARE_DIR}/{inc}" for inc in port_entry.get("includes", [])]   # headers the port includes
     files = [write_generated(out / Path(t).name.removesuffix(".j2"), render(t, ctx)) for t in sources]
     if train is not None:
         from treegen.device.train_firmware import render_train_sources

@@ -44,7 +44,6 @@ are always killed before :func:`run_hil` returns or raises.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,7 @@ from treegen.core import targets as _targets
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model
 from treegen.core.version import __version__
+from treegen.device.build import built_model, image_target, reusable_firmware  # noqa: F401 (re-exported)
 from treegen.device.protocol import CAP_PROBA, BenchResult, CounterUnit, DeviceClient, DeviceInfo
 
 DEFAULT_TIMEOUT = 10.0          # seconds per request
@@ -164,88 +164,42 @@ class Firmware:
     replaced: str | None = None  # rebuilt over a build of this other model (hash) in the same folder
 
     @property
+    def image_sha256(self) -> str | None:
+        """sha256 of the ELF's loadable contents (:mod:`treegen.device.image`), None for the host build."""
+        if self.path is None or self.project is None or self.flash_bytes is None:
+            return None
+        from treegen.device.image import image_sha256
+
+        return image_sha256(self.path)
+
+    @property
     def variant_string(self) -> str:
         """The INFO variant string the firmware announces (``q15-<layout>-<variant>``)."""
         return f"q15-{self.layout}-{self.variant}"
 
 
-_BUILD_LINE = re.compile(r"^; model (\S+)  layout (\S+)  variant (\S+)$", re.M)
-
-
-def built_model(build_dir, target) -> tuple[str, str, str] | None:
-    """(model hash, layout, variant as asked) of the PlatformIO project in ``build_dir`` for ``target``
-    (``treegen build``/``flash``/``hil`` write them into platformio.ini), or None."""
-    tgt = _target(target)
-    try:
-        ini = (Path(build_dir) / "platformio.ini").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    m = _BUILD_LINE.search(ini)
-    if m is None or f"; target {tgt.name}:" not in ini:
-        return None
-    return m.group(1), m.group(2), m.group(3)
-
-
-def reusable_firmware(model: Model, target, build_dir, *, layout: str, variant: str) -> Path | None:
-    """The firmware.elf of a complete build in ``build_dir`` (e.g. by ``treegen build -o DIR``) of this
-    model for ``target`` with this layout and (resolved) variant, without on-device training; else None.
-    "Complete" is the build folder's stamp (:mod:`treegen.device.buildfolder`): the ELF was built from
-    the project as it is now."""
-    from treegen.device import platformio as pio
-    from treegen.emit.export import resolve_variant
-
-    tgt = _target(target)
-    built = built_model(build_dir, tgt)
-    if built is None or built[0] != model.hash() or built[1] != layout:
-        return None
-    try:
-        if resolve_variant(built[2], tgt, "q15") != resolve_variant(variant, tgt, "q15"):
-            return None
-    except TreegenError:
-        return None
-    if (Path(build_dir) / "src" / "tg_train.c").exists():      # built with --train: another firmware
-        return None
-    return pio.firmware_current(build_dir, tgt, f"model {model.hash()}  layout {layout}  variant {built[2]}")
-
-
 def build_firmware(model: Model, target, build_dir, *, layout: str = "table", variant: str = "auto",
                    reuse: bool = True) -> Firmware:
     """Generate and build the harness for ``model``: native (host compiler) or an emulated board
-    (offline PlatformIO). Real boards are built and flashed with ``treegen flash``.
+    (offline PlatformIO), through :func:`treegen.device.build.build`. Real boards are built and
+    flashed with ``treegen flash``.
 
     ``reuse`` (emulated boards): a complete build of the same model, layout and variant already in
     ``build_dir`` (``treegen build -o DIR``) is used as it is (``Firmware.reused``); a build of another
     model there is replaced (``Firmware.replaced`` = its model hash)."""
+    from treegen.device.build import build
     from treegen.emit.export import LAYOUTS, _choice, resolve_variant
 
     tgt = _target(target)
     _choice(layout, LAYOUTS, "layout")
     resolved = resolve_variant(variant, tgt, "q15")
-    out = Path(build_dir)
-    t0 = time.perf_counter()
-    if tgt.kind == "host":
-        from treegen.device.firmware import build_native
-
-        exe = build_native(model, out, layout=layout, variant=variant)
-        return Firmware(tgt.name, exe, layout, resolved, None, None, time.perf_counter() - t0, out)
-    if tgt.kind == "emulated":
-        from treegen.device import platformio as pio
-
-        if reuse:
-            elf = reusable_firmware(model, tgt, out, layout=layout, variant=variant)
-            if elf is not None:
-                size = pio.check_size(elf, tgt)
-                return Firmware(tgt.name, elf.resolve(), layout, resolved, size.flash, size.ram, 0.0, out,
-                                reused=True)
-        before = built_model(out, tgt)
-        replaced = before[0] if before is not None and before[0] != model.hash() else None
-        pio.write_project(model, out, target=tgt, layout=layout, variant=variant)
-        elf = pio.build(out, target=tgt)
-        seconds = time.perf_counter() - t0
-        size = pio.check_size(elf, tgt)
-        return Firmware(tgt.name, elf, layout, resolved, size.flash, size.ram, seconds, out, replaced=replaced)
-    raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built by treegen hil: flash the board with "
-                       f"'treegen flash MODEL --target {tgt.name} --port PORT', then pass --port")
+    if tgt.kind not in ("host", "emulated"):
+        raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built by treegen hil: flash the board with "
+                           f"'treegen flash MODEL --target {tgt.name} --port PORT', then pass --port")
+    b = build(model, tgt, build_dir, layout=layout, variant=variant, reuse=reuse and tgt.kind == "emulated")
+    path = b.path.resolve() if b.reused else b.path
+    return Firmware(b.target.name, path, layout, resolved, b.flash_bytes, b.ram_bytes, b.seconds, b.project,
+                    reused=b.reused, replaced=b.replaced)
 
 
 def existing_firmware(model: Model, target, build_dir, *, layout: str | None, variant: str | None) -> Firmware | None:
@@ -315,6 +269,35 @@ def _max_payload_hint(model: Model, tgt: _targets.Target) -> int:
         return 0xFFFF
 
 
+#: seconds per boot PING: a lost first PING (about every second start on netduinoplus2 /
+#: stm32vldiscovery) costs the first; the longer ones cover a slow boot on a loaded machine
+BOOT_PING_TIMEOUTS = (0.25, 1.0, 3.0)
+
+
+def await_boot(client: DeviceClient, *, timeouts=BOOT_PING_TIMEOUTS) -> None:
+    """PING a freshly started emulated board until it answers (one try per entry of ``timeouts``).
+    QEMU connects the socket before the firmware has set up its UART, and some UART models (the
+    STM32 USART of netduinoplus2 / stm32vldiscovery) drop what arrives while the USART is off; a
+    PING lost that way times out, the client's flush resynchronises the link, the next one answers."""
+    from treegen.device.firmware import MIN_PAYLOAD
+    from treegen.device.protocol import DeviceTimeout, ProtocolError
+
+    # A lost PING leaves at most a suffix of its 12 bytes on the device (the drop is a prefix), and no
+    # suffix of it holds the sync pair A5 5A: a short flush is enough. The client's default flush
+    # (max_payload + 8 zeros, 64 KiB before INFO) would queue behind the next PING for seconds.
+    hint, client.max_payload_hint = client.max_payload_hint, MIN_PAYLOAD
+    try:
+        for attempt, timeout in enumerate(timeouts):
+            try:
+                client.ping(b"boot", timeout=timeout)
+                return
+            except (DeviceTimeout, ProtocolError):     # lost, or the late answer to an earlier PING
+                if attempt == len(timeouts) - 1:
+                    raise
+    finally:
+        client.max_payload_hint = hint
+
+
 @contextlib.contextmanager
 def open_device(target, *, firmware: Firmware | None = None, port: str | None = None,
                 timeout: float = DEFAULT_TIMEOUT, model: Model | None = None):
@@ -368,6 +351,7 @@ def open_device(target, *, firmware: Firmware | None = None, port: str | None = 
         try:
             client = DeviceClient.open(board.url, timeout=timeout, max_payload=hint)
             try:
+                await_boot(client)
                 yield Device(client, board.url, tgt, board)
             finally:
                 client.close()
@@ -515,6 +499,8 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
         if fw is not None:
             report["flash_bytes"], report["ram_bytes"] = fw.flash_bytes, fw.ram_bytes
             report["firmware"] = str(fw.path) if fw.path else None
+            report["image"] = fw.target
+            report["image_sha256"] = fw.image_sha256
         expected_variant = fw.variant_string if port is None else None
         wanted = {}                      # with port: the parts of the variant string that were asked for
         if port is not None and layout is not None:
@@ -542,7 +528,7 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
             report["layout"] = fw_parts[1] if len(fw_parts) >= 3 else None
             report["variant"] = fw_parts[2] if len(fw_parts) >= 3 else info.variant
             report["counter_unit"] = counter_unit_name(info.counter_unit)
-            check_identity(info, model, tgt, expected_variant)
+            check_identity(info, model, image_target(tgt), expected_variant)
             parts = info.variant.split("-")
             for i, value in wanted.items():
                 if len(parts) <= i or parts[i] != value:

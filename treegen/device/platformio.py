@@ -62,6 +62,33 @@ def _target(target) -> targets_mod.Target:
     return target if isinstance(target, targets_mod.Target) else targets_mod.get(str(target))
 
 
+#: ``--framework`` choices of build/flash: the bare-metal port (offline, default) or Arduino (online)
+FRAMEWORKS = ("baremetal", "arduino")
+
+
+def for_framework(target, framework: str = "baremetal") -> targets_mod.Target:
+    """The target as built with ``framework``: unchanged for ``baremetal``; for ``arduino`` a board whose
+    port is the Arduino core (``tg_port_arduino.cpp``, built online from its ``[platformio]`` table)."""
+    import dataclasses
+
+    t = _target(target)
+    if framework not in FRAMEWORKS:
+        raise TreegenError(f"unknown framework {framework!r} (choose from {', '.join(FRAMEWORKS)})")
+    if framework == "baremetal":
+        return t                          # an Arduino-only board (teensy41) keeps its one way to build
+    if t.kind != "board" or not t.platformio.get("framework"):
+        raise TreegenError(f"target {t.name!r} has no Arduino build (--framework arduino is for boards with a "
+                           "[platformio] table: nucleo_f446re, bluepill_f103c8, nucleo_l031k6, teensy41)")
+    return dataclasses.replace(t, extra={**t.extra, "uart": targets_mod.ARDUINO_PORT})
+
+
+def offline(target) -> bool:
+    """Whether the target is built by the project-local platform (emulated targets, boards with a
+    bare-metal port), not by an official PlatformIO platform from the registry (Arduino)."""
+    t = _target(target)
+    return t.kind == "emulated" or (t.kind == "board" and t.uart != targets_mod.ARDUINO_PORT)
+
+
 def env_name(target) -> str:
     """PlatformIO environment name of a target (``qemu-m4`` -> ``qemu_m4``)."""
     return re.sub(r"[^A-Za-z0-9_]", "_", _target(target).name)
@@ -79,15 +106,22 @@ def _render(env: jinja2.Environment, template: str, **context) -> str:
     return env.get_template(template).render(version=__version__, template_name=template, **context)
 
 
-def _toolchain_dir() -> Path:
-    """Folder holding arm-none-eabi-gcc (PATH first, then /usr/bin)."""
-    found = shutil.which(TOOLCHAIN_PREFIX + "gcc")
+def toolchain_prefix(target) -> str:
+    """The cross tools' prefix of a target, from its ``cc`` (``arm-none-eabi-gcc`` -> ``arm-none-eabi-``;
+    another family's compiler, e.g. ``avr-gcc``, gives ``avr-``)."""
+    cc = _target(target).cc
+    return cc[:-3] if cc.endswith("-gcc") else TOOLCHAIN_PREFIX
+
+
+def _toolchain_dir(prefix: str = TOOLCHAIN_PREFIX) -> Path:
+    """Folder holding <prefix>gcc (PATH first, then /usr/bin)."""
+    found = shutil.which(prefix + "gcc")
     return Path(found).resolve().parent if found else Path("/usr/bin")
 
 
-def _gcc_version(tool_dir: Path) -> str:
+def _gcc_version(tool_dir: Path, prefix: str = TOOLCHAIN_PREFIX) -> str:
     try:
-        out = subprocess.run([str(tool_dir / (TOOLCHAIN_PREFIX + "gcc")), "-dumpfullversion"],
+        out = subprocess.run([str(tool_dir / (prefix + "gcc")), "-dumpfullversion"],
                              capture_output=True, text=True, timeout=30)
         version = out.stdout.strip()
     except OSError:
@@ -112,7 +146,7 @@ def _check_project_dir(out: Path) -> None:
 
 def _pio_extra(target: targets_mod.Target) -> list[tuple[str, str]]:
     extra = [(k, str(v)) for k, v in target.platformio.items() if k not in _PIO_STRUCTURAL]
-    if target.kind == "board":
+    if target.kind == "board" and not offline(target):
         extra.append(("build_src_flags", _ARDUINO_SRC_FLAGS))
     return extra
 
@@ -128,34 +162,38 @@ def write_build_files(out_dir, target, *, model_hash: str = "-", layout: str = "
     _check_project_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     jenv = _jinja()
-    pio = t.platformio
-    emulated = t.kind == "emulated"
-    if emulated:
-        pio.setdefault("board", t.name)
+    local = offline(t)
+    pio = t.platformio if not local else {"platform": PLATFORM_NAME, "board": t.name}
+    if t.kind == "emulated":
         pio.setdefault("upload_protocol", "qemu")
         pio.setdefault("upload_port", "4321")
+    elif local:
+        pio["upload_protocol"] = "custom"      # builder/main.py: the board's uploader (pyOCD) command
     ini = out / "platformio.ini"
     ini.write_text(_render(jenv, "platformio.ini.j2", target=t, pio=pio, pio_extra=_pio_extra(t),
-                           emulator=t.emulator, emulated=emulated, env_name=env_name(t),
+                           emulator=t.emulator, emulated=local, board=t.kind == "board", env_name=env_name(t),
                            model_hash=model_hash, layout=layout, variant=variant), encoding="utf-8")
-    if emulated:
+    if local:
         _write_offline(out / "offline", t, pio, jenv)
     return ini
 
 
-def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.Environment) -> None:
-    if root.exists():
-        shutil.rmtree(root)
-    tpl = templates_dir() / "platformio"
-    emulator = {"qemu": "qemu-system-arm", "args": [], **t.emulator}
+def _define_value(name: str, value) -> str:
+    """A [soc.defines] value as C: small integers in decimal (they name interrupt handlers and pins),
+    others as unsigned hex; strings verbatim."""
+    if isinstance(value, str):
+        return value
+    if 0 <= value < 1024:
+        return str(value)
+    return f"{value}u" if name.endswith(("_HZ", "_BAUD")) else f"0x{value:08X}u"
 
-    platform = root / "platforms" / PLATFORM_NAME
-    (platform / "builder").mkdir(parents=True)
-    (platform / "boards").mkdir()
-    (platform / "platform.json").write_text(_render(jenv, "platform/platform.json.j2", platform_name=PLATFORM_NAME,
-                                                    platform_version=PLATFORM_VERSION), encoding="utf-8")
-    shutil.copyfile(tpl / "platform" / "platform.py", platform / "platform.py")
-    shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
+
+def firmware_defines(t: targets_mod.Target) -> list[list[str]]:
+    """The C macros of the target's port: its ``[soc.defines]`` (bare-metal ports), else the emulated
+    CMSDK boards' ``TG_UART_BASE`` / ``TG_UART_RX_IRQ`` / ``TG_INSNS_PER_TICK_Q8``."""
+    if t.soc:
+        return [[name, _define_value(name, v)] for name, v in t.soc.get("defines", {}).items()]
+    emulator = t.emulator
     defines = [["TG_UART_BASE", f"0x{int(emulator['uart_base']):08X}u"]]
     if "uart_irq" in emulator:
         irq = int(emulator["uart_irq"])
@@ -165,9 +203,38 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     if t.clock_hz > 0 and 256_000_000_000 % t.clock_hz == 0:
         # -icount shift=0: one instruction per ns; SysTick runs at the board clock (Q8: 32 MHz -> 31.25)
         defines.append(["TG_INSNS_PER_TICK_Q8", f"{256_000_000_000 // t.clock_hz}u"])
+    return defines
+
+
+def memory_origins(t: targets_mod.Target) -> tuple[int, int]:
+    """(flash, RAM) base addresses of the linker script: ``[soc]``, else ``[emulator]``, else the mps2's."""
+    src = t.soc or t.emulator
+    return int(src.get("flash_base", 0)), int(src.get("ram_base", 0x20000000))
+
+
+def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.Environment) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    tpl = templates_dir() / "platformio"
+    emulator = {"qemu": "qemu-system-arm", "args": [], "machine": "", **t.emulator}
+
+    platform = root / "platforms" / PLATFORM_NAME
+    (platform / "builder").mkdir(parents=True)
+    (platform / "boards").mkdir()
+    (platform / "platform.json").write_text(_render(jenv, "platform/platform.json.j2", platform_name=PLATFORM_NAME,
+                                                    platform_version=PLATFORM_VERSION), encoding="utf-8")
+    shutil.copyfile(tpl / "platform" / "platform.py", platform / "platform.py")
+    shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
+    flash_origin, ram_origin = memory_origins(t)
+    from treegen.device.upload import upload_command as board_upload
+
+    upload_cmd = board_upload(t, "$SOURCE") if t.kind == "board" else []
+    prefix = toolchain_prefix(t)
     (platform / "boards" / f"{pio['board']}.json").write_text(
         _render(jenv, "platform/board.json.j2", target=t, emulator=emulator, cpu_flags=list(t.cflags),
-                defines=defines), encoding="utf-8")
+                defines=firmware_defines(t), flash_origin=flash_origin, ram_origin=ram_origin,
+                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix),
+        encoding="utf-8")
 
     scons = root / "packages" / SCONS_PACKAGE
     scons.mkdir(parents=True)
@@ -175,14 +242,14 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
         shutil.copyfile(tpl / "packages" / SCONS_PACKAGE / name, scons / name)
     shutil.copyfile(tpl / "packages" / SCONS_PACKAGE / "piopm.json", scons / ".piopm")
 
-    tool_dir = _toolchain_dir()
+    tool_dir = _toolchain_dir(prefix)
     chain = root / "packages" / TOOLCHAIN_PACKAGE
     (chain / "bin").mkdir(parents=True)
     (chain / "package.json").write_text(_render(jenv, f"packages/{TOOLCHAIN_PACKAGE}/package.json.j2",
-                                                gcc_version=_gcc_version(tool_dir), tool_dir=str(tool_dir)),
+                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir)),
                                         encoding="utf-8")
-    tools = sorted(p.name for p in tool_dir.glob(TOOLCHAIN_PREFIX + "*")) if tool_dir.is_dir() else []
-    for name in tools or [TOOLCHAIN_PREFIX + n for n in ("gcc", "g++", "as", "ar", "ld", "objcopy", "size")]:
+    tools = sorted(p.name for p in tool_dir.glob(prefix + "*")) if tool_dir.is_dir() else []
+    for name in tools or [prefix + n for n in ("gcc", "g++", "as", "ar", "ld", "objcopy", "size")]:
         (chain / "bin" / name).symlink_to(tool_dir / name)
 
 
@@ -213,18 +280,26 @@ def write_project(model, out_dir, *, target, layout: str, variant: str, name: st
         kwargs["max_payload"] = max_payload
     if train is not None:
         kwargs["train"] = train
-    firmware.write_harness(model, src, target=t.name, layout=layout, variant=variant, **kwargs)
-    if t.kind == "emulated":
-        write_baremetal(src)
+    firmware.write_harness(model, src, target=t, layout=layout, variant=variant, **kwargs)
+    if offline(t):
+        write_baremetal(src, t)
     return out
 
 
-def write_baremetal(src_dir) -> list[Path]:
-    """startup_cortexm.c and cortexm.ld of the emulated boards (rendered: banner only) into ``src_dir``."""
+def baremetal_files(target=None) -> tuple[str, str]:
+    """(startup code, linker script) of a bare-metal target: its ``[soc] startup`` / ``ldscript``
+    (templates/firmware/), default the Cortex-M pair startup_cortexm.c / cortexm.ld."""
+    soc = _target(target).soc if target is not None else {}
+    return str(soc.get("startup", _BAREMETAL_FILES[0])), str(soc.get("ldscript", _BAREMETAL_FILES[1]))
+
+
+def write_baremetal(src_dir, target=None) -> list[Path]:
+    """The target's startup code and linker script (:func:`baremetal_files`; rendered: banner only)
+    into ``src_dir``."""
     from treegen.core.codegen import render
 
     written = []
-    for fname in _BAREMETAL_FILES:
+    for fname in baremetal_files(target):
         path = Path(src_dir) / fname
         path.write_text(render(f"firmware/{fname}", {"version": __version__}), encoding="utf-8", newline="\n")
         written.append(path)
@@ -366,11 +441,11 @@ class FirmwareSize:
         return self.data + self.bss
 
 
-def flash_size(elf) -> FirmwareSize:
-    """text/data/bss of an ELF file (``arm-none-eabi-size -B -d``)."""
-    tool = shutil.which(TOOLCHAIN_PREFIX + "size")
+def flash_size(elf, prefix: str = TOOLCHAIN_PREFIX) -> FirmwareSize:
+    """text/data/bss of an ELF file (``<prefix>size -B -d``, default arm-none-eabi-size)."""
+    tool = shutil.which(prefix + "size")
     if tool is None:
-        raise TreegenError("arm-none-eabi-size not found; install gcc-arm-none-eabi (see scripts/setup.sh)")
+        raise TreegenError(f"{prefix}size not found; install the target's cross compiler (see scripts/setup.sh)")
     try:
         proc = subprocess.run([tool, "-B", "-d", str(elf)], capture_output=True, text=True, timeout=60)
     except OSError as exc:
@@ -386,7 +461,7 @@ def flash_size(elf) -> FirmwareSize:
 def check_size(elf, target) -> FirmwareSize:
     """Sizes of ``elf``; raises "model too big for <target>: ..." when it exceeds flash or RAM."""
     t = _target(target)
-    size = flash_size(elf)
+    size = flash_size(elf, toolchain_prefix(t))
     if size.flash > t.flash_bytes:
         raise TreegenError(_too_big_message(t, "flash", size.flash, t.flash_bytes))
     if size.ram > t.ram_bytes:
@@ -492,12 +567,13 @@ def registry_reachable(timeout: float = REGISTRY_TIMEOUT) -> tuple[bool, str]:
 
 
 def emulated_stand_in(target) -> str | None:
-    """An emulated target for a board: its twin (same core, flash and RAM) if there is one, else one
-    with the same core."""
+    """An emulated target for a board: the QEMU machine that runs the board's own image (``image``) if
+    there is one, else its size twin (same core, flash and RAM), else one with the same core."""
     t = _target(target)
     emulated = [e for e in targets_mod.all_targets() if e.kind == "emulated" and e.core == t.core]
+    same_image = [e for e in emulated if e.image == t.name and e.name != t.name]   # runs the board's own image
     twins = [e for e in emulated if (e.flash_kb, e.ram_kb) == (t.flash_kb, t.ram_kb)]
-    pick = twins or sorted(emulated, key=lambda e: e.name)
+    pick = same_image or twins or sorted(emulated, key=lambda e: e.name)
     return pick[0].name if pick else None
 
 

@@ -541,27 +541,17 @@ def build_train_firmware(model, target, build_dir, spec, *, layout: str = "table
     :func:`treegen.device.train_firmware.make_train_spec`) for the native target (host compiler) or an
     emulated board (offline PlatformIO). The RAM check runs before anything is compiled."""
     from treegen.core import targets as _targets
+    from treegen.device.build import build
     from treegen.device.firmware import plan_train
 
     tgt = target if isinstance(target, _targets.Target) else _targets.get(str(target))
     spec, _ = plan_train(model, tgt, spec, None)
-    t0 = time.perf_counter()
-    if tgt.kind == "host":
-        from treegen.device.firmware import build_native
-
-        exe = build_native(model, build_dir, sanitize=sanitize, layout=layout, variant=variant, train=spec)
-        return TrainFirmware(tgt.name, exe, build_dir, spec, None, None, time.perf_counter() - t0)
-    if tgt.kind == "emulated":
-        from treegen.device import platformio as pio
-
-        project = pio.write_project(model, build_dir, target=tgt, layout=layout, variant=variant, train=spec)
-        elf = pio.build(project, target=tgt)
-        seconds = time.perf_counter() - t0
-        size = pio.check_size(elf, tgt)
-        return TrainFirmware(tgt.name, elf, project, spec, size.flash, size.ram, seconds)
-    raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built here: flash the training firmware with "
-                       f"'treegen flash MODEL --target {tgt.name} --train --data CSV --port PORT', then pass "
-                       f"--port PORT")
+    if tgt.kind not in ("host", "emulated"):
+        raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not built here: flash the training firmware with "
+                           f"'treegen flash MODEL --target {tgt.name} --train --data CSV --port PORT', then pass "
+                           f"--port PORT")
+    b = build(model, tgt, build_dir, layout=layout, variant=variant, train=spec, sanitize=sanitize)
+    return TrainFirmware(b.target.name, b.path, b.project, spec, b.flash_bytes, b.ram_bytes, b.seconds)
 
 
 # ---------------------------------------------------------------------- treegen hil --train

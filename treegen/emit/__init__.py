@@ -1,8 +1,13 @@
 """emit — turning a model into something else: fixed-point integers, C, text.
 
-Quantisation and the Python model of the generated C (:mod:`~treegen.emit.quantize`), the C exporter
-(:mod:`~treegen.emit.export`), importers of other libraries' trees (:mod:`~treegen.emit.importers`)
-and text/Graphviz views (:mod:`~treegen.emit.show`).
+The C exporter (:mod:`~treegen.emit.export`) is a sequence of passes with one product each:
+options checked (:mod:`~treegen.emit.options`) -> lowered to a per-dtype description
+(:mod:`~treegen.emit.lower`, with :mod:`~treegen.emit.lower_fixed` and :mod:`~treegen.emit.lower_f32`)
+-> checked by the Python predictors the C must equal (:mod:`~treegen.emit.check`) -> a template
+context (:mod:`~treegen.emit.contexts`) -> library files (:mod:`~treegen.emit.library`) -> sizes
+(:mod:`~treegen.emit.size`) -> a report (:mod:`~treegen.emit.report`). :mod:`~treegen.emit.quantize`
+is the public alias of the fixed-point side. Also: importers of other libraries' trees
+(:mod:`~treegen.emit.importers`) and text/Graphviz views (:mod:`~treegen.emit.show`, :mod:`~treegen.emit.plot`).
 
 Imports only :mod:`treegen.core`; a peer of :mod:`treegen.learn` (neither imports the other).
 """

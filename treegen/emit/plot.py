@@ -43,6 +43,7 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.fonttype"] = "none"     # keep text as text in SVG
+    plt.rcParams["text.parse_math"] = False   # names are drawn as typed: "$x$" is not mathtext
     return plt
 
 

@@ -99,6 +99,19 @@ class RunningDevice:
         return "\n".join(lines + self.notes)
 
 
+def _await_boot(board) -> None:
+    """Connect once and PING until the firmware answers (:func:`treegen.device.hil.await_boot`), then
+    disconnect (QEMU's socket server takes the tests' connections after it): the STM32 USART models
+    drop bytes that arrive before the firmware has switched the USART on."""
+    from treegen.device.hil import await_boot
+
+    client = DeviceClient.open(board.url, timeout=5.0)
+    try:
+        await_boot(client)
+    finally:
+        client.close()
+
+
 @contextlib.contextmanager
 def start_device(target: tg_targets.Target, fw, port: str | None):
     """A :class:`RunningDevice` for ``fw`` on ``target`` (or the device at ``port``); stopped at exit."""
@@ -130,7 +143,9 @@ def start_device(target: tg_targets.Target, fw, port: str | None):
     error = None
     try:
         board.start()
+        _await_boot(board)
     except TreegenError as exc:
+        board.close()
         error = f"QEMU did not start for {target.name}: {exc}"
     if error:
         pytest.fail(error, pytrace=False)
@@ -159,13 +174,13 @@ def open_client(dev: RunningDevice, timeout: float) -> DeviceClient:
 def connected(dev: RunningDevice, case: Case, target: tg_targets.Target, timeout: float):
     """A client connected to ``dev`` that has answered INFO for ``case.model`` ("device runs model X,
     expected Y" fails the test otherwise); closed at exit."""
-    from treegen.device.hil import WrongModel, check_identity
+    from treegen.device.hil import WrongModel, check_identity, image_target
 
     client = open_client(dev, timeout)
     try:
         error = None
         try:
-            check_identity(client.info(), case.model, target)
+            check_identity(client.info(), case.model, image_target(target))
         except (WrongModel, TreegenError) as exc:
             error = f"{dev.url}: {exc}"
         if error:
@@ -181,4 +196,6 @@ def expected_counter_unit(target: tg_targets.Target) -> int:
         return CounterUnit.NANOSECONDS
     if target.kind == "emulated":
         return CounterUnit.INSTRUCTIONS
+    if target.uart != "arduino":
+        return CounterUnit.CYCLES        # the bare-metal ports: SysTick / nRF51 TIMER0 at the CPU clock
     return CounterUnit.NANOSECONDS if target.core.startswith("cortex-m0") else CounterUnit.CYCLES

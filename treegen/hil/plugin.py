@@ -91,8 +91,18 @@ def _fail(message: str):
 # ---------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
 def treegen_options(request) -> Options:
-    """The ``--treegen-*`` options (:class:`Options`)."""
-    return options(request.config)
+    """The ``--treegen-*`` options (:class:`Options`); a timeout beyond the bounds fails in one line."""
+    from treegen.core.errors import TreegenError
+    from treegen.core.limits import check_timeout
+
+    opts = options(request.config)
+    try:
+        check_timeout(opts.timeout, "--treegen-timeout")
+    except TreegenError as exc:
+        message = str(exc)
+    else:
+        return opts
+    _fail(message)
 
 
 @pytest.fixture(scope="session")

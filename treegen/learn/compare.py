@@ -16,11 +16,12 @@ Pieces:
   (dataset contents, algorithm, parameters, folds, seed, repetition, fold).
 * :func:`run_task` — one task (runs on a worker); ``measure(estimator, X_train)`` may add figures
   (e.g. flash bytes of the export, which the learn layer cannot compute itself).
-* :class:`ResultsFile` — the resumable JSONL results file: one finished task per line, read back on a
-  rerun so finished tasks are skipped.
+* :class:`ResultsFile` (:mod:`treegen.learn.compare_results`) — the resumable JSONL results file: one
+  finished task per line, every line validated, read back on a rerun so finished tasks are skipped.
 * :func:`dask_client` / :func:`run_tasks` — the tasks on a Dask cluster (a local one sized to the
-  cores, or a running scheduler): datasets sent once to every worker, tasks submitted with the
-  dataset's future, results handed back as they finish; an interrupt cancels what is left.
+  cores, or a running scheduler, its address checked first: :mod:`treegen.learn.scheduler`): datasets
+  sent once to every worker, tasks submitted with the dataset's future, results handed back as they
+  finish; an interrupt cancels what is left (stop signals: :mod:`treegen.learn.cluster_signals`).
 * :func:`summarize` — per-cell mean ± 95 % CI, best method per dataset, average ranks, Friedman with
   Iman-Davenport + Nemenyi + Holm, and Wilcoxon for two methods.
 """
@@ -35,13 +36,9 @@ import logging
 import math
 import os
 import re
-import signal
-import socket
-import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -49,8 +46,11 @@ import numpy as np
 from treegen.core import stats
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
+from treegen.learn.cluster_signals import children_ignore_sigint, deferred_stop_signals, raise_deferred
+from treegen.learn.compare_results import ResultsFile
 from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
 from treegen.learn.estimators import ALGORITHMS
+from treegen.learn.scheduler import parse_address, probe
 
 #: fields of a task record that depend on the machine, not on the task (left out of comparisons)
 TIMING_FIELDS = ("train_seconds", "measure_seconds")
@@ -270,66 +270,7 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
 
 
 # ---------------------------------------------------------------------- the results file
-class ResultsFile:
-    """Finished tasks, one JSON object per line, appended as they arrive (``path`` None: in memory only).
-
-    Lines that do not parse (a run killed while writing) are ignored; records are looked up by ``key``,
-    so a file may hold tasks of other comparisons too (they are kept, and not used).
-    """
-
-    def __init__(self, path: str | os.PathLike | None):
-        self.path = None if path is None else Path(path)
-        self.records: dict[str, dict] = {}
-        self.ignored_lines = 0
-        if self.path is not None and self.path.exists():
-            if self.path.is_dir():
-                raise TreegenError(f"results file {self.path} is a directory")
-            try:
-                text = self.path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise TreegenError(f"cannot read results file {self.path}: {exc}") from None
-            for line in text.splitlines():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    self.ignored_lines += bool(line.strip())
-                    continue
-                if isinstance(rec, dict) and isinstance(rec.get("key"), str):
-                    self.records[rec["key"]] = rec
-                else:
-                    self.ignored_lines += 1
-
-    def done(self, tasks: Iterable[Task]) -> dict[str, dict]:
-        """The finished records among ``tasks`` (by key). A task finished by an older treegen (record
-        version 1: the same fit, accuracy in percent) is taken from its record, the accuracy recomputed
-        as correct rows / test rows — the very float ``run_task`` gives (``"converted_from"`` names the
-        old key); the converted record is appended."""
-        out = {}
-        for t in tasks:
-            if t.key in self.records:
-                out[t.key] = self.records[t.key]
-            elif t.key_v1 and t.key_v1 in self.records:
-                old = self.records[t.key_v1]
-                n_test = int(old["n_test"])
-                correct = int(round(float(old["accuracy"]) * n_test / 100.0))
-                rec = {**old, "key": t.key, "accuracy": correct / n_test, "converted_from": t.key_v1}
-                self.add(rec)
-                out[t.key] = rec
-        return out
-
-    def add(self, record: dict) -> None:
-        self.records[record["key"]] = record
-        if self.path is None:
-            return
-        try:
-            with open(self.path, "a+", encoding="utf-8") as fh:
-                if fh.tell() > 0:        # a line cut short by a killed run must not swallow this one
-                    fh.seek(fh.tell() - 1)
-                    if fh.read(1) != "\n":
-                        fh.write("\n")
-                fh.write(json.dumps(record, allow_nan=False) + "\n")
-        except OSError as exc:
-            raise TreegenError(f"cannot write results file {self.path}: {exc.strerror or exc}") from None
+# (treegen.learn.compare_results: every line validated, records checked against their tasks)
 
 
 # ---------------------------------------------------------------------- Dask
@@ -343,20 +284,6 @@ def _distributed():
 
 
 @contextlib.contextmanager
-def _workers_ignore_sigint():
-    """Start processes with SIGINT ignored (inherited across exec): Ctrl-C in a terminal signals the whole
-    process group, and only this process should react — by cancelling the tasks and closing the cluster."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
 def dask_client(scheduler: str | None = None, workers: int | None = None, *, timeout: float = 5.0,
                 quiet_logs: bool = True) -> Iterator:
     """A ``distributed.Client``: connected to ``scheduler`` (``tcp://HOST:PORT``), or to a local cluster
@@ -364,27 +291,21 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
 
     An unreachable scheduler raises :class:`TreegenError` after ``timeout`` seconds.
     """
+    if scheduler is not None:     # checked before Dask is imported (seconds): refused addresses fail fast
+        if workers is not None:
+            raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
+        host, port, address = parse_address(scheduler)    # foo://, no port: refused before any connection
+        probe(host, port, timeout)     # refused, black hole, silent, another protocol: one line within timeout
     distributed = _distributed()
     if quiet_logs:   # Dask's own log lines (tracebacks of lost connections ...): the caller reports errors
         for name in ("distributed", "distributed.client", "distributed.scheduler", "distributed.worker",
                      "distributed.nanny", "distributed.core", "distributed.comm", "distributed.batched"):
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     if scheduler is not None:
-        if workers is not None:
-            raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
-        address = scheduler if "://" in scheduler else f"tcp://{scheduler}"
         fail = f"cannot reach the Dask scheduler at {scheduler}"
-        if address.startswith("tcp://"):   # a refused or unroutable address fails here, without Dask's retries
-            host, _, port = address[len("tcp://"):].rpartition(":")
-            if not host or not port.isdigit():
-                raise TreegenError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
-            try:
-                socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-            except OSError as exc:
-                raise TreegenError(f"{fail}: {exc.strerror or type(exc).__name__}") from None
         try:
             client = distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
+        except (OSError, TimeoutError, ValueError, distributed.comm.CommClosedError) as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             if len(reason) > 160:
                 reason = reason[:157] + "..."
@@ -397,12 +318,21 @@ def dask_client(scheduler: str | None = None, workers: int | None = None, *, tim
     n = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise TreegenError(f"workers must be an integer >= 1, got {workers!r}")
-    with warnings.catch_warnings(), _workers_ignore_sigint():
+    # workers ignore a terminal's Ctrl-C (treegen closes them); a stop signal during the start-up is acted
+    # on once the cluster exists, so that it is closed with every process (treegen.learn.cluster_signals)
+    with warnings.catch_warnings(), children_ignore_sigint(), deferred_stop_signals() as got:
         warnings.filterwarnings("ignore", message="Port .* is already in use")   # its HTTP server moves elsewhere
-        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                           scheduler_port=0, host="127.0.0.1",
-                                           silence_logs=logging.CRITICAL + 1 if quiet_logs else logging.WARNING)
+        try:
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                               dashboard_address=None, scheduler_port=0, host="127.0.0.1",
+                                               silence_logs=logging.CRITICAL + 1 if quiet_logs else logging.WARNING)
+        except (RuntimeError, OSError, TimeoutError) as exc:    # Dask closes what it started before raising
+            cluster, failure = None, " ".join(str(exc).split()) or type(exc).__name__
+    if cluster is None:
+        raise_deferred(got)      # a Ctrl-C that reached a worker as it started: the interrupt, not the failure
+        raise TreegenError(f"cannot start a local Dask cluster of {n} worker process(es): {failure}")
     try:
+        raise_deferred(got)
         client = distributed.Client(cluster, set_as_default=False)
         try:
             yield client
@@ -544,11 +474,12 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
                    seed: int = 0, results: str | os.PathLike | None = None, scheduler: str | None = None,
                    workers: int | None = None, measure: Callable | None = None,
                    on_start: Callable[[int, int, int], None] | None = None,
-                   on_result: Callable[[dict], None] | None = None) -> dict:
+                   on_result: Callable[[dict], None] | None = None, skip_bad_results: bool = False) -> dict:
     """Every (dataset, method, repetition, fold) task on a Dask cluster, then the summary: what
     ``treegen compare`` computes (the command adds the printing and the files).
 
-    ``results``: the JSONL results file (tasks found there are not run again; None = in memory);
+    ``results``: the JSONL results file (tasks found there are not run again; None = in memory; a bad
+    line raises :class:`TreegenError` naming it, or is skipped with a warning if ``skip_bad_results``);
     ``scheduler``: a running Dask scheduler (default: a local cluster of ``workers`` processes);
     ``measure(estimator, X_train) -> dict``: extra figures per task (e.g.
     :class:`treegen.device.footprint.FlashSize`); ``on_start(n_tasks, n_done, n_pending)`` once the
@@ -560,7 +491,7 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     included — the compute behind the table, wherever and whenever it ran).
     """
     tasks = plan(data, methods, folds=folds, repeats=repeats, seed=seed)
-    store = ResultsFile(results)
+    store = ResultsFile(results, skip_bad=skip_bad_results)
     done = store.done(tasks)
     if measure is not None:   # records made without a measure do not have its figures
         done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}

@@ -26,6 +26,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from treegen.core.errors import DataError, TreegenError
+from treegen.core.limits import available_cores, capped_jobs  # noqa: F401 - cv's own names too
 from treegen.core.metrics import summary
 from treegen.learn.estimators import ALGORITHMS, make_estimator, resolve_seed
 
@@ -97,25 +98,6 @@ def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray
         "depth": int(max(t.depth for t in trees)),
         "train_seconds": seconds, "seed": seed, "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
     }
-
-
-def available_cores() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def capped_jobs(jobs: int, n_tasks: int) -> int:
-    """``jobs`` (joblib's n_jobs: negative counts from the number of cores) limited to the cores
-    available and to the number of folds; a warning says when a request above the cores is capped."""
-    cores = available_cores()
-    wanted = jobs if jobs > 0 else max(1, cores + 1 + jobs)
-    if wanted > cores:
-        warnings.warn(f"jobs {jobs} capped at {cores} (the cores available)", UserWarning, stacklevel=3)
-        wanted = cores
-    return max(1, min(wanted, n_tasks))
 
 
 def _kill_workers() -> None:

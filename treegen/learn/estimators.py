@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_TREES, capped_jobs
 from treegen.core.native import have_compiler
 from treegen.learn.base import NotFittedError, TreeClassifier, resolve_seed
 from treegen.learn.validation import DataConversionWarning, column_names
@@ -436,9 +437,12 @@ class GPClassifier(TreeClassifier):
         sigma2, auto = (_resolve_sigma2(self, X, y, n_classes, seed) if self.risk == "vicinal"
                         else (vicinal.DEFAULT_SIGMA2, {}))
         params = self._params_for(gp.GPParams, init_max_depth=min(5, self.max_depth), sigma2=sigma2)
-        if resolve_engine(self.engine) == "native":
-            from treegen.learn import native_gp
+        from treegen.learn import native_gp
 
+        engine = resolve_engine(self.engine)
+        if self.engine == "auto" and not native_gp.supports(params, n_classes):
+            engine = "python"
+        if engine == "native":
             tree, info = native_gp.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
         else:
             tree, info = gp.induce(X, y, n_classes, params, seed=seed, callback=self.callback)
@@ -502,8 +506,8 @@ class RFClassifier(TreeClassifier):
         from treegen.learn import forest
 
         n = self.n_trees
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise TreegenError(f"n_trees must be an integer >= 1, got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_TREES:
+            raise TreegenError(f"n_trees must be an integer 1..{MAX_TREES} (the most a model file holds), got {n!r}")
         if self.base not in forest.BASES:
             raise TreegenError(f"base learner {self.base!r} is not a tree learner "
                                f"(choose from {', '.join(forest.BASES)})")
@@ -540,7 +544,7 @@ class RFClassifier(TreeClassifier):
 
         bagging, k, base_params = self._check_forest_params(X.shape[1])
         seed = self.seed_
-        jobs = Parallel(n_jobs=self.n_jobs)(
+        jobs = Parallel(n_jobs=capped_jobs(int(self.n_jobs), int(self.n_trees)))(
             delayed(forest.fit_one)(t, X, y, n_classes, seed=seed, base=self.base, base_params=base_params,
                                     sample_fraction=float(self.sample_fraction), bagging=bagging, k=k,
                                     engine=resolve_engine("auto") if self.base == "efti" else "python")

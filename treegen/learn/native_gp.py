@@ -20,6 +20,8 @@ from treegen.learn.inducers import gp
 
 KERNEL = NativeKernel("GP engine", ("gp/tg_gp.c.j2",), "libtg_gp.so", opt_flags=("-O2",))
 CHUNK = 256                 # iterations per engine call (the Python reference's callback interval)
+MEMORY_LIMIT = 1 << 28      # bytes of genome storage the engine may allocate (population x complete tree)
+MAX_CLASSES = 256           # class indices are uint8_t
 _ERRORS = {1: "sizes out of range", 2: "out of memory", 3: "not initialised"}
 
 
@@ -49,16 +51,29 @@ def _best(lib, max_nodes: int, front_only: bool) -> tuple[list, int, int]:
     return genome, int(risk.value), int(front.value)
 
 
+def genome_bytes(params: gp.GPParams) -> int:
+    """The engine's genome storage: (population + 1) complete trees of ``max_depth`` (8 bytes a node)."""
+    return (params.population + 1) * ((2 << params.max_depth) - 1) * 8
+
+
+def supports(params: gp.GPParams, n_classes: int) -> bool:
+    """The native engine takes this problem (else ``engine='auto'`` runs the Python reference)."""
+    return n_classes <= MAX_CLASSES and genome_bytes(params) <= MEMORY_LIMIT
+
+
 def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: gp.GPParams | None = None, *, seed: int = 0,
            callback=None) -> tuple[gp.Tree, dict]:
     """Same contract (and, for the same seed, the same tree) as :func:`treegen.learn.inducers.gp.induce`."""
     params = (params or gp.GPParams()).validate()
     X, y = gp.check_inputs(X, y)
     seed = gp.check_seed(seed)
-    if n_classes > 256:
-        raise TreegenError(f"the native GP engine supports at most 256 classes, got {n_classes}")
-    if params.max_depth > 24:
-        raise TreegenError(f"the native GP engine supports max_depth up to 24, got {params.max_depth}")
+    if n_classes > MAX_CLASSES:
+        raise TreegenError(f"the native GP engine supports at most {MAX_CLASSES} classes, got {n_classes} "
+                           f"(use engine='python')")
+    if genome_bytes(params) > MEMORY_LIMIT:
+        raise TreegenError(f"the native GP engine would need {genome_bytes(params) >> 20} MiB for population "
+                           f"{params.population} at max_depth {params.max_depth} (at most {MEMORY_LIMIT >> 20} MiB; "
+                           f"use engine='python')")
     t0 = time.perf_counter()
     prob = gp._Problem(X, y, int(n_classes), params)
     lib = _library()

@@ -42,7 +42,7 @@ the model's float semantics (``Model.predict``) and the f32 export test ``float3
 ``x <= `` the largest float32 not above ``t`` -- exactly scikit-learn's decision for *every* float32
 input, by construction. The Q15 grid thresholds above serve the q15 export; a node whose grid test
 differs from the source test for some float32 input is counted in ``metadata["thresholds_off_grid"]``
-(:func:`treegen.emit.quantize.grid_matches_raw`; 0 means the q15 model is exact for every float32
+(:func:`treegen.emit.lower_f32.grid_matches_raw`; 0 means the q15 model is exact for every float32
 input too).
 
 Input contract
@@ -72,7 +72,7 @@ from treegen.core.model import Model
 from treegen.core.scaling import Q15_MAX, Q15_ONE, InputScaling
 from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
-from treegen.emit.quantize import grid_matches_raw
+from treegen.emit.lower_f32 import grid_matches_raw
 
 CONTRACT_CHOICES = ("auto", "float32", "integer")
 WEIGHTED_COUNT_SCALE = 2.0 ** 20

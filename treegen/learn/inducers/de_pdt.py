@@ -73,6 +73,7 @@ from typing import Callable
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_POPULATION, check_memory
 from treegen.core.rng import Pcg32, take_u32
 from treegen.core.tree import LEAF, Tree
 from treegen.learn.inducers import cart
@@ -108,8 +109,8 @@ class DEPDTParams:
 
         is_int = cart._is_int
 
-        check(is_int(self.population) and self.population >= 4,
-              f"population must be an integer >= 4 (DE/rand/1 needs 3 others), got {self.population!r}")
+        check(is_int(self.population) and 4 <= self.population <= MAX_POPULATION,
+              f"population must be an integer 4..{MAX_POPULATION} (DE/rand/1 needs 3 others), got {self.population!r}")
         check(is_int(self.generations) and self.generations >= 0,
               f"generations must be a non-negative integer, got {self.generations!r}")
         check(is_int(self.height) and MIN_HEIGHT <= self.height <= MAX_HEIGHT,
@@ -207,6 +208,9 @@ class Population:
             order = self.permutation(self.n)
         self.Xo = self.X[order]
         self.yo = self.y[order]
+        # the population, its trials and their scores: refused up front when the machine cannot hold them
+        check_memory(3 * 8 * P * (self.M * (self.A + 1) + self.LV + 5),
+                     f"DE-PDT: a population of {P} trees of height {params.height} over {self.A} attributes")
         self.W = np.zeros((P, self.M, self.A))
         self.T = np.zeros((P, self.M))
         self.leaf = np.zeros((P, self.LV), dtype=np.int64)

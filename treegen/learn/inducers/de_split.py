@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_POPULATION
 from treegen.core.rng import Pcg32, take_u32
 from treegen.core.tree import LEAF, Tree
 from treegen.learn.inducers import cart
@@ -76,8 +77,8 @@ class DESplitParams:
     def validate(self) -> "DESplitParams":
         cart._check_params(self.criterion, self.max_depth, self.min_samples_split, self.min_samples_leaf,
                            self.ccp_alpha)
-        if not cart._is_int(self.population) or self.population < 4:
-            raise TreegenError(f"DE-split: population must be an integer >= 4, got {self.population!r}")
+        if not cart._is_int(self.population) or not 4 <= self.population <= MAX_POPULATION:
+            raise TreegenError(f"DE-split: population must be an integer 4..{MAX_POPULATION}, got {self.population!r}")
         if not cart._is_int(self.generations) or self.generations < 0:
             raise TreegenError(f"DE-split: generations must be a non-negative integer, got {self.generations!r}")
         return self

@@ -69,6 +69,7 @@ from typing import Callable
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_EFTI_DEPTH
 from treegen.core.rng import Pcg32, prob_u32
 from treegen.core.tree import LEAF, Tree
 from treegen.learn import vicinal, vicinal_q16
@@ -124,8 +125,8 @@ class EFTIParams:
               f"search_probability_raise must be >= 0, got {self.search_probability_raise}")
         check(0 <= self.return_to_best_probability <= 1,
               f"return_to_best_probability must be in [0, 1], got {self.return_to_best_probability}")
-        check(isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 30,
-              f"max_depth must be an integer in 1..30, got {self.max_depth!r}")
+        check(isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= MAX_EFTI_DEPTH,
+              f"max_depth must be an integer in 1..{MAX_EFTI_DEPTH}, got {self.max_depth!r}")
         check(0 <= self.coefficient_mutation_rate <= 1,
               f"coefficient_mutation_rate must be in [0, 1], got {self.coefficient_mutation_rate}")
         check(self.dipole in ("node", "global"), f"dipole must be 'node' or 'global', got {self.dipole!r}")

@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_POPULATION
 from treegen.core.rng import Pcg32
 from treegen.core.tree import LEAF, Tree
 from treegen.learn import vicinal, vicinal_q16
@@ -78,8 +79,8 @@ class GPParams:
 
         is_int = cart._is_int
 
-        check(is_int(self.population) and self.population >= 4,
-              f"population must be an integer >= 4, got {self.population!r}")
+        check(is_int(self.population) and 4 <= self.population <= MAX_POPULATION,
+              f"population must be an integer 4..{MAX_POPULATION}, got {self.population!r}")
         check(is_int(self.max_iter) and self.max_iter >= 0, f"max_iter must be an integer >= 0, got {self.max_iter!r}")
         check(is_int(self.max_depth) and 1 <= self.max_depth <= 30,
               f"max_depth must be an integer in 1..30, got {self.max_depth!r}")
@@ -383,10 +384,14 @@ def finish(g: list, risk_int: int, prob: _Problem, params: GPParams, X: np.ndarr
     elapsed = time.perf_counter() - t0
     if callback:
         callback(params.max_iter, risk_int / prob.unit, tree.n_leaves, float(np.mean(tree.predict_index(X) == y)))
+    if params.risk == "vicinal":   # the float64 definition (vicinal.py) for the returned tree
+        training_risk = vicinal.vicinal_risk(tree, X, y, vicinal.kernel_sigma(X, params.sigma2))
+    else:
+        training_risk = risk_int / prob.n
     info = {
         "risk": params.risk,
-        "training_risk": risk_int / prob.unit,
-        "training_risk_int": risk_int,
+        "training_risk": training_risk,
+        "training_risk_int": risk_int,          # the objective the search minimised (units: see _Problem.unit)
         "empirical_risk": vicinal.empirical_risk(tree, X, y),
         "front_size": front_size,
         "iterations": int(params.max_iter),

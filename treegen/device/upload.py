@@ -1,0 +1,105 @@
+"""Uploading firmware to a real board: the uploader per board, its exact command, and the probe check.
+
+A board's ``[upload]`` table names its uploader (``pyocd`` for the ST and Nordic boards: pyOCD drives
+the ST-LINK and CMSIS-DAP/DAPLink probes those boards carry) and pyOCD's part name
+(``pyocd_target``). ``--uploader platformio`` uses PlatformIO's own upload of the project instead
+(``pio run -t upload``; the online Arduino build's only way). :func:`upload_command` is what
+``treegen flash --dry-run`` prints; :func:`check_probe` fails in about a second, with one line naming
+the probe to connect, when pyOCD sees none.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from treegen.core import targets as targets_mod
+from treegen.core.errors import TreegenError
+
+UPLOADERS = ("pyocd", "platformio")
+
+
+def _target(target) -> targets_mod.Target:
+    return target if isinstance(target, targets_mod.Target) else targets_mod.get(str(target))
+
+
+def uploader_for(target, override: str | None = None) -> str:
+    """``override`` when given, else the board's ``[upload] uploader``, else ``platformio``."""
+    t = _target(target)
+    choice = override or t.upload.get("uploader") or "platformio"
+    if choice not in UPLOADERS:
+        raise TreegenError(f"unknown uploader {choice!r} (choose from {', '.join(UPLOADERS)})")
+    if choice == "pyocd" and not t.upload.get("pyocd_target"):
+        raise TreegenError(f"target {t.name!r} has no pyOCD part name ([upload] pyocd_target): "
+                           "use --uploader platformio")
+    return choice
+
+
+def pyocd_executable() -> str:
+    """``pyocd`` on PATH, else beside this Python (the device extra installs it there)."""
+    found = shutil.which("pyocd")
+    if found:
+        return "pyocd"
+    beside = Path(sys.executable).with_name("pyocd")
+    return str(beside) if beside.exists() else "pyocd"
+
+
+def upload_command(target, image) -> list[str]:
+    """pyOCD's command that writes ``image`` (an ELF) to the board's flash and resets it."""
+    t = _target(target)
+    part = t.upload.get("pyocd_target")
+    if not part:
+        return []
+    return [pyocd_executable(), "flash", "--target", str(part), "--format", "elf", str(image)]
+
+
+def _require_pyocd():
+    try:
+        import pyocd  # noqa: F401
+    except ImportError:
+        from treegen.device.extra import missing
+
+        raise missing("pyocd", "uploading to a board") from None
+
+
+def check_probe(target) -> None:
+    """Raise a one-line :class:`TreegenError` naming the probe to connect when pyOCD finds none."""
+    t = _target(target)
+    _require_pyocd()
+    import logging
+
+    logging.getLogger("pyocd").setLevel(logging.CRITICAL)   # its own "no probes" warnings: ours is one line
+    try:
+        from pyocd.probe.aggregator import DebugProbeAggregator
+
+        probes = DebugProbeAggregator.get_all_connected_probes(unique_id=None)
+    except Exception as exc:                               # a USB backend error is "no probe" as well
+        probes = []
+        detail = f" ({' '.join(str(exc).split())[:120]})"
+    else:
+        detail = ""
+    if not probes:
+        probe = t.upload.get("probe", "a debug probe (ST-LINK or CMSIS-DAP)")
+        raise TreegenError(f"no debug probe found for {t.name}: connect {probe}{detail}")
+
+
+def check_part(target) -> None:
+    """Raise a one-line error when pyOCD knows no part ``[upload] pyocd_target`` (neither built in nor
+    from an installed CMSIS pack)."""
+    t = _target(target)
+    part = str(t.upload.get("pyocd_target", "")).lower()
+    _require_pyocd()
+    try:
+        from pyocd.target import TARGET
+
+        if part in TARGET:
+            return
+        from pyocd.target.pack.pack_target import ManagedPacks
+
+        if any(dev.part_number.lower() == part for dev in ManagedPacks.get_installed_targets()):
+            return
+    except Exception:                                      # an unreadable pack index: let pyOCD say it
+        return
+    raise TreegenError(f"pyOCD has no target {part!r} built in: install its CMSIS pack once while online "
+                       f"('pyocd pack install {part}')")

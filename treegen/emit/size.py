@@ -1,0 +1,117 @@
+"""The measure pass: how much flash an export needs — estimated before anything is written (the
+target's flash is checked up front), measured on the compiled object afterwards (the target's
+compiler and ``size`` tool, when installed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from treegen.core import targets as _targets
+from treegen.core.errors import TreegenError
+
+STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic")
+SIZE_CFLAGS = ("-ffunction-sections", "-fdata-sections")
+
+# rough code-size model of the unrolled layout (Thumb-2 bytes), only for the up-front flash check
+_UNROLLED_NODE_BYTES = 10
+_UNROLLED_TERM_BYTES = 8
+
+
+def _estimate_bytes(trees: list, layout: str, dtype: str, n_features: int, n_classes: int,
+                    ref_bytes: int, feat_bytes: int) -> int:
+    """Flash estimate: node tables (table layout) or a code-size model (unrolled), plus scaling and labels."""
+    total = n_classes * 8  # label pointers and short strings
+    if dtype == "q15":
+        total += n_features * 8  # offset/scale floats of the raw-input wrapper (f32 has none)
+    for t in trees:
+        for node in t["nodes"]:
+            if layout == "table":
+                total += 2 * ref_bytes
+                if t["kind"] == "axis":
+                    total += (4 if dtype == "f32" else 2) + feat_bytes
+                else:
+                    total += n_features * (4 if dtype == "f32" else 2)
+                    total += 4 if dtype == "f32" else t["acc_bits"] // 8
+            else:
+                total += _UNROLLED_NODE_BYTES + _UNROLLED_TERM_BYTES * len(node.get("terms", [1]))
+    return int(total)
+
+
+def check_flash(ctx: dict, soft, target: _targets.Target) -> int:
+    """The estimated flash of the export whose template context is ``ctx`` (``soft``: its soft vote,
+    whose probability table adds to it); raises :class:`TreegenError` when it exceeds the target's."""
+    estimated = _estimate_bytes(ctx["trees"], ctx["layout"], ctx["dtype"], ctx["n_features"], ctx["n_classes"],
+                                ctx["ref_t"]["bits"] // 8, ctx["feat_t"]["bits"] // 8)
+    if soft is not None:
+        estimated += soft.table.size * 2
+    if estimated > target.flash_bytes:
+        raise TreegenError(f"model needs about {estimated} bytes of flash, more than target {target.name!r} has "
+                           f"({target.flash_bytes} bytes)")
+    return estimated
+
+
+def _size_tool(cc: str) -> str:
+    base = os.path.basename(cc)
+    if base.endswith("gcc"):
+        return cc[: len(cc) - 3] + "size"
+    return "size"
+
+
+def measure_size(source: Path, target: _targets.Target, include_dir: Path) -> dict:
+    """Compile ``source`` with the target's flags (+ strict flags, -ffunction/-fdata-sections) and read
+    section sizes with the matching ``size`` tool. Returns flash/ram/sections/note."""
+    cc = shutil.which(target.cc)
+    size = shutil.which(_size_tool(target.cc))
+    if cc is None or size is None:
+        missing = target.cc if cc is None else _size_tool(target.cc)
+        return {"flash_bytes": None, "ram_bytes": None, "sections": {},
+                "note": f"not measured: {missing} not found"}
+    with tempfile.TemporaryDirectory(prefix="treegen-size-") as tmp:
+        obj = Path(tmp) / "model.o"
+        cmd = [cc, *target.cflags, *STRICT_CFLAGS, *SIZE_CFLAGS, "-I", str(include_dir), "-c", str(source),
+               "-o", str(obj)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            first = (proc.stderr.strip().splitlines() or ["?"])[0]
+            return {"flash_bytes": None, "ram_bytes": None, "sections": {},
+                    "note": f"not measured: {target.cc} failed: {first}"}
+        proc = subprocess.run([size, "-A", str(obj)], capture_output=True, text=True)
+    sections = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit() and int(parts[1]) > 0:
+            if parts[0].startswith((".text", ".rodata", ".data", ".bss", ".sdata", ".sbss")):
+                sections[parts[0]] = int(parts[1])
+    flash = sum(v for k, v in sections.items() if k.startswith((".text", ".rodata", ".data", ".sdata")))
+    ram = sum(v for k, v in sections.items() if k.startswith((".data", ".bss", ".sdata", ".sbss")))
+    return {"flash_bytes": flash, "ram_bytes": ram, "sections": sections,
+            "note": f"{os.path.basename(size)} of the object compiled with {' '.join(target.cflags)}; not linked, "
+                    "so library routines (e.g. soft-float) are not counted"}
+
+
+def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
+    """Flash of the classification path alone: the measured sections minus the class-label table and
+    its strings and, for q15, the raw-input wrapper with its scaling tables."""
+    if not sections:
+        return None
+    skip = {f".rodata.tg_{name}_class_labels", f".text.tg_{name}_predict", f".text.tg_{name}_predict_proba",
+            f".text.tg_{name}_predict_proba_q15", f".text.tg_{name}_sums_raw", f".rodata.tg_{name}_trees_raw"}
+    if dtype == "q15":
+        skip |= {f".text.tg_{name}_scale_q15", f".rodata.tg_{name}_offset", f".rodata.tg_{name}_scale",
+                 f".rodata.tg_{name}_used"}
+    return sum(v for k, v in sections.items()
+               if k.startswith((".text", ".rodata", ".data", ".sdata"))
+               and k not in skip and not k.startswith(".rodata.str")  # .rodata.str*: the label strings
+               and not k.startswith((f".rodata.tg_{name}_r", f".text.tg_{name}_raw")))  # q15's raw-input path
+
+
+def measure(src_dir: Path, name: str, target: _targets.Target, dtype: str) -> dict:
+    """:func:`measure_size` of the library ``<name>.c`` in ``src_dir``, with ``inference`` (the
+    classification path alone, :func:`inference_bytes`)."""
+    size = measure_size(Path(src_dir) / f"{name}.c", target, Path(src_dir))
+    return {**size, "inference": inference_bytes(size["sections"], name, dtype)}

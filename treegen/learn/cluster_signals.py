@@ -1,0 +1,95 @@
+"""Stop signals while a local Dask cluster starts and runs.
+
+Ctrl-C in a terminal sends SIGINT to the whole process group; only treegen should react (cancel the
+tasks, close the cluster), not each worker process with a KeyboardInterrupt of its own. So worker
+processes are started with SIGINT ignored — :func:`children_ignore_sigint` starts every process that
+``multiprocessing`` or joblib's loky spawns through ``/bin/sh -c 'trap "" INT; exec ...'`` (an ignored
+signal stays ignored across ``exec``; same process, same pid) — while treegen itself keeps its handlers.
+
+A stop signal (SIGINT, SIGTERM, SIGHUP) that arrives while the cluster starts cannot interrupt Dask's
+start-up without losing the half-started cluster and its processes: :func:`deferred_stop_signals`
+records it, and :func:`raise_deferred` delivers it to the process's own handlers once the cluster
+exists and will be closed (the exit status is then that of the signal: 130, 143, 129).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from typing import Iterator
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SH = "/bin/sh"
+
+
+_TRAP = 'trap "" INT; exec "$0" "$@"'
+_active = False
+
+
+@contextlib.contextmanager
+def children_ignore_sigint() -> Iterator[None]:
+    """Python worker processes started in this block — by ``multiprocessing`` (Dask's nannies, its
+    resource tracker) or by joblib's loky (``cv --jobs``, ``fit --jobs``) — start with SIGINT ignored."""
+    global _active
+    import multiprocessing.util as mp_util
+
+    if _active or not os.access(SH, os.X_OK):      # nested: the outer block has patched already
+        yield
+        return
+    _active = True
+    patched = []
+    original = mp_util.spawnv_passfds
+
+    def spawnv_passfds(path, args, passfds):
+        return original(os.fsencode(SH), [SH, "-c", _TRAP, path, *list(args)[1:]], passfds)
+
+    patched.append((mp_util, "spawnv_passfds", original))
+    mp_util.spawnv_passfds = spawnv_passfds
+    try:
+        from joblib.externals.loky.backend import fork_exec as loky_fork_exec
+    except ImportError:
+        loky_fork_exec = None
+    if loky_fork_exec is not None and hasattr(loky_fork_exec, "fork_exec"):
+        loky_original = loky_fork_exec.fork_exec
+
+        def fork_exec(cmd, keep_fds, env=None):      # loky imports it from its module at each start
+            return loky_original([SH, "-c", _TRAP, *cmd], keep_fds, env=env)
+
+        patched.append((loky_fork_exec, "fork_exec", loky_original))
+        loky_fork_exec.fork_exec = fork_exec
+    try:
+        yield
+    finally:
+        for module, name, value in reversed(patched):
+            setattr(module, name, value)
+        _active = False
+
+
+@contextlib.contextmanager
+def deferred_stop_signals() -> Iterator[list]:
+    """Record stop signals instead of acting on them (main thread only; elsewhere nothing changes).
+    Yields the list of signals received; the previous handlers are back on exit."""
+    got: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def record(signum, frame):
+        got.append(signum)
+
+    previous = {}
+    try:
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, record)
+        yield got
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def raise_deferred(got: list) -> None:
+    """Deliver the first recorded signal to the handlers now in place (treegen's: an exception here)."""
+    if got:
+        signal.raise_signal(got[0])
