@@ -15,19 +15,21 @@
  * Scaling and overflow behaviour
  *   Inputs x[i] are Q15 (1.15 format, int16_t, valid range 0..32767): x = round(x_norm * 32768),
  *   x_norm the model's normalised feature in [0, 1). No float is used on this path.
- *   Axis tests: (uint16_t)x[f] <= T with T in -1..32767 (-1: no input goes left); no arithmetic,
- *   cannot overflow. The unsigned view orders valid inputs as int16_t does and needs the shortest
- *   load; a negative (invalid) input compares as a value above 32767.
+ *   Axis tests: (uint16_t)x[f] <= T with T in -1..32767 (-1: no input goes left), compared as
+ *   int32_t where T is a table entry (exact with a 16-bit int too); no arithmetic, cannot overflow.
+ *   The unsigned view orders valid inputs as int16_t does and needs the shortest load; a negative
+ *   (invalid) input compares as a value above 32767.
  *   Oblique tests: acc = sum_i w[i] * x[i] <= T. Weights w are int16_t (the float weights times
  *   2^s, s chosen per node so that max |w| <= 32767); T is in units of 2^-(s+15). Every product
  *   fits in 31 bits; |acc| <= sum_i |w[i]| * 32767 (the bound above, for every partial sum too),
  *   so the accumulator (int32_t when that bound is < 2^31, else int64_t) never overflows and never
  *   saturates. Comparisons are exact integer comparisons: no rounding happens anywhere.
  *   Variant scalar: portable C99 multiply-accumulate, one term at a time.
- *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
- *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
- *   method "q15". The same operations in the same order as the Python model: the
- *   same Q15 value for every float32 input.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768),
+ *   saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling method
+ *   "q15". The operations and roundings of the Python model (IEEE binary64) are
+ *   carried out on integers: the same Q15 value for every float32 input, on every target (no
+ *   floating-point arithmetic: 16-bit int, 32-bit double and cores without an FPU included).
  *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
  *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
  *   by this scaling.
@@ -42,22 +44,183 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
 
 /* Input scaling (q15) of the 3 feature(s) the trees test (the others are set to 0):
  *   q = rint(((x_raw - offset) * scale) * 32768), saturated to 0..32767 (NaN -> 0)
- * in IEEE-754 double, the operations and their order of treegen's InputScaling.to_q15: the same Q15
- * value as the Python model for every float32 input (needs FLT_EVAL_METHOD 0: every Arm and x86-64
- * compiler; on a core without a double-precision FPU these are soft-float calls). */
+ * with the roundings of IEEE-754 binary64 (treegen's InputScaling.to_q15) carried out on integers:
+ * no floating-point arithmetic, the same Q15 value as the Python model for every float32 input on
+ * every target (16-bit int, 32-bit double, no FPU). Per feature: offset = (-1)^oneg * om * 2^oe
+ * (om's top bit at 62), scale = (-1)^sneg * sm * 2^se (sm's top bit at 52). */
+struct tg_demo_affine {
+    uint64_t om;
+    uint64_t sm;
+    int16_t oe;
+    int16_t se;
+    uint8_t oneg;
+    uint8_t sneg;
+};
+
 static const int8_t tg_demo_used[3] = {
     0, 1, 2
 };
-static const double tg_demo_offset[3] = {
-    0x0.0p+0, /* sepal length */
-    0x0.0p+0, /* width * / x */
-    0x0.0p+0 /* petal */
+static const struct tg_demo_affine tg_demo_affine[3] = {
+    { UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000), 0, -67, 0u, 0u }, /* sepal length: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
+    { UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000), 0, -67, 0u, 0u }, /* width * / x: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
+    { UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000), 0, -67, 0u, 0u } /* petal: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
 };
-static const double tg_demo_scale[3] = {
-    0x1.0000000000000p-15,
-    0x1.0000000000000p-15,
-    0x1.0000000000000p-15
-};
+
+/* the number of significant bits of m (0 for 0) */
+static int32_t tg_demo_bitlen(uint64_t m)
+{
+    int32_t n = 0;
+
+    while (m != 0u) {
+        m >>= 1;
+        n++;
+    }
+    return n;
+}
+
+/* m / 2^k rounded to the nearest integer, ties to even (1 <= k <= 63) */
+static uint64_t tg_demo_rne(uint64_t m, int32_t k)
+{
+    uint64_t r = m >> k;
+    uint64_t rem = m & ((UINT64_C(1) << k) - 1u);
+    uint64_t half = UINT64_C(1) << (k - 1);
+
+    if (rem > half || (rem == half && (r & 1u) != 0u)) {
+        r++;
+    }
+    return r;
+}
+
+/* The Q15 value of one raw float32 input: binary64's fl(x - offset), fl(d * scale), rint(v * 32768)
+ * on integers, each rounded to nearest, ties to even (see above). */
+static int16_t tg_demo_q15(float x, const struct tg_demo_affine *a)
+{
+    union {
+        float f;
+        uint32_t u;
+    } u;
+    uint32_t bits, bexp;
+    uint64_t xm, d, big, small, p00, p01, p10, p11, mid, lo, hi, v, rem, half;
+    int32_t xe, e, sh, len, k;
+    uint8_t xneg, dneg, bigneg, smallneg;
+
+    u.f = x;
+    bits = u.u;
+    bexp = (bits >> 23) & 0xFFu;
+    xneg = (uint8_t)(bits >> 31);
+    if (bexp == 0xFFu) { /* NaN -> 0; +-inf saturates by the sign of (x - offset) * scale (0 if scale is 0) */
+        if ((bits & 0x7FFFFFu) != 0u || a->sm == 0u || xneg != a->sneg) {
+            return 0;
+        }
+        return 32767;
+    }
+    if (a->sm == 0u) {
+        return 0;
+    }
+    xm = bits & 0x7FFFFFu; /* x = (-1)^xneg * xm * 2^xe */
+    xe = -149;
+    if (bexp != 0u) {
+        xm |= 0x800000u;
+        xe = (int32_t)bexp - 150;
+    }
+
+    /* 1. d = fl(x - offset): significands with their top bit at 62, the smaller operand shifted
+     * right with the bits shifted out kept as a sticky bit 0 (they are lost only when the shift
+     * exceeds 10, and then the rounding below drops >= 9 bits: correctly rounded). */
+    if (xm == 0u) {
+        d = a->om;
+        e = a->oe;
+        dneg = (uint8_t)(a->oneg ^ 1u);
+    } else {
+        len = tg_demo_bitlen(xm);
+        xm <<= 63 - len;
+        xe -= 63 - len;
+        if (a->om == 0u) {
+            d = xm;
+            e = xe;
+            dneg = xneg;
+        } else {
+            if (xe >= a->oe) {
+                big = xm;
+                bigneg = xneg;
+                small = a->om;
+                smallneg = (uint8_t)(a->oneg ^ 1u);
+                e = xe;
+                sh = xe - a->oe;
+            } else {
+                big = a->om;
+                bigneg = (uint8_t)(a->oneg ^ 1u);
+                small = xm;
+                smallneg = xneg;
+                e = a->oe;
+                sh = a->oe - xe;
+            }
+            if (sh > 63) {
+                small = 1u;
+            } else if (sh > 0) {
+                small = (small >> sh) | ((small & ((UINT64_C(1) << sh) - 1u)) != 0u ? 1u : 0u);
+            }
+            if (bigneg == smallneg) {
+                d = big + small;
+                dneg = bigneg;
+            } else if (big >= small) {
+                d = big - small;
+                dneg = bigneg;
+            } else {
+                d = small - big;
+                dneg = smallneg;
+            }
+        }
+    }
+    if (d == 0u) {
+        return 0; /* x == offset: v = 0 */
+    }
+    len = tg_demo_bitlen(d);
+    if (len > 53) {
+        d = tg_demo_rne(d, len - 53);
+        e += len - 53;
+        len = tg_demo_bitlen(d); /* 54 when rounded up to 2^53 */
+    }
+    if (dneg != a->sneg) {
+        return 0; /* v < 0 saturates to 0 */
+    }
+
+    /* 2. v = fl(d * scale): both significands with their top bit at 52, the 106-bit product from
+     * 32 x 32-bit partial products, rounded to 53 bits. */
+    if (len > 53) {
+        d >>= 1; /* 2^53: exact */
+        e++;
+    } else {
+        d <<= 53 - len;
+        e -= 53 - len;
+    }
+    p00 = (d & 0xFFFFFFFFu) * (a->sm & 0xFFFFFFFFu);
+    p01 = (d & 0xFFFFFFFFu) * (a->sm >> 32);
+    p10 = (d >> 32) * (a->sm & 0xFFFFFFFFu);
+    p11 = (d >> 32) * (a->sm >> 32);
+    mid = p01 + p10; /* < 2^54 */
+    lo = p00 + (mid << 32);
+    hi = p11 + (mid >> 32) + (lo < p00 ? 1u : 0u); /* product = hi * 2^64 + lo, in [2^104, 2^106) */
+    k = (hi >> 41) != 0u ? 53 : 52;
+    v = (hi << (64 - k)) | (lo >> k);
+    rem = lo & ((UINT64_C(1) << k) - 1u);
+    half = UINT64_C(1) << (k - 1);
+    if (rem > half || (rem == half && (v & 1u) != 0u)) {
+        v++;
+    }
+    e += a->se + k + 15; /* v * 32768 = v * 2^e */
+
+    /* 3. q = rint(v * 32768), saturated: v has <= 54 bits, so e >= 0 means v * 32768 >= 2^52 and
+     * e < -55 means v * 32768 < 1/2 */
+    if (e >= 0) {
+        return 32767;
+    }
+    if (e < -55) {
+        return 0;
+    }
+    v = tg_demo_rne(v, -e);
+    return v > 32767u ? 32767 : (int16_t)v;
+}
 
 /* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
 void tg_demo_scale_q15(const float *x_raw, int16_t *q)
@@ -68,23 +231,7 @@ void tg_demo_scale_q15(const float *x_raw, int16_t *q)
         q[i] = 0;
     }
     for (i = 0; i < 3; i++) {
-        double d = (double)x_raw[tg_demo_used[i]] - tg_demo_offset[i];
-        double v = (d * tg_demo_scale[i]) * 32768.0;
-        int32_t r;
-        double frac;
-
-        if (!(v > 0.0)) {
-            r = 0;
-        } else if (v >= 32767.0) {
-            r = 32767;
-        } else {
-            r = (int32_t)v; /* v > 0: truncation is floor */
-            frac = v - (double)r; /* exact */
-            if (frac > 0.5 || (frac == 0.5 && (r & 1) != 0)) {
-                r++;
-            }
-        }
-        q[tg_demo_used[i]] = (int16_t)r;
+        q[tg_demo_used[i]] = tg_demo_q15(x_raw[tg_demo_used[i]], &tg_demo_affine[i]);
     }
 }
 
@@ -135,7 +282,7 @@ node_1:
 
 int tg_demo_predict_q15(const int16_t *x)
 {
-    unsigned int votes[TG_DEMO_N_CLASSES] = {0};
+    uint16_t votes[TG_DEMO_N_CLASSES] = {0};
     int c, best = 0;
 
     votes[tg_demo_tree0(x)]++;
