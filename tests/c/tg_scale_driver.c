@@ -1,25 +1,41 @@
-/* Reads float32 values from stdin; for each, sets every feature of a row to it and writes the
- * int16_t Q15 values tg_<name>_scale_q15 gives (TG_N_FEATURES per value) to stdout. Build with
- * -DTG_HEADER='"name.h"' -DTG_SCALE=tg_name_scale_q15 -DTG_N_FEATURES=n. */
+/*
+ * Test driver for the raw-input scaling of a q15 export (tests/emit/test_import_exactness.py; not
+ * shipped). Includes the exported source itself (its scaling function is static) and writes, for
+ * every float row of TG_NF values in argv[1], the TG_NF int16_t Q15 values TG_SCALE computes.
+ *   cc -DTG_SRC='"<name>.c"' -DTG_NF=TG_<NAME>_N_FEATURES -DTG_SCALE=tg_<name>_scale_q15 ...
+ */
 #include <stdint.h>
 #include <stdio.h>
 
-#include TG_HEADER
+#include TG_SRC
 
-int main(void)
+int main(int argc, char **argv)
 {
-    float x[TG_N_FEATURES], v;
-    int16_t q[TG_N_FEATURES];
-    int i;
+    FILE *in, *out;
+    float row[TG_NF];
+    int16_t q[TG_NF];
+    int status = 0;
 
-    while (fread(&v, sizeof v, 1, stdin) == 1) {
-        for (i = 0; i < TG_N_FEATURES; i++) {
-            x[i] = v;
-        }
-        TG_SCALE(x, q);
-        if (fwrite(q, sizeof q[0], TG_N_FEATURES, stdout) != TG_N_FEATURES) {
-            return 1;
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s ROWS.bin Q15.bin\n", argv[0]);
+        return 2;
+    }
+    in = fopen(argv[1], "rb");
+    out = fopen(argv[2], "wb");
+    if (in == NULL || out == NULL) {
+        fprintf(stderr, "cannot open the input or output file\n");
+        return 2;
+    }
+    while (fread(row, sizeof row, 1, in) == 1) {
+        TG_SCALE(row, q);
+        if (fwrite(q, sizeof q, 1, out) != 1) {
+            status = 3;
+            break;
         }
     }
-    return 0;
+    fclose(in);
+    if (fclose(out) != 0) {
+        status = 3;
+    }
+    return status;
 }

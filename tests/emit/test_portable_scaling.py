@@ -18,7 +18,7 @@ from treegen.emit.export import STRICT_CFLAGS, export_model
 from treegen.emit.lower_f32 import f32_axis_splits, q15_of_raw
 from treegen.emit.lower_scaling import split_double
 
-DRIVER = Path(__file__).resolve().parents[1] / "c" / "tg_scale_driver.c"
+DRIVER = Path(__file__).resolve().parents[1] / "c" / "tg_scale_stream.c"
 ULPS = 64
 
 # min-max across zero (alignment shifts of any size near x = 0), a negative scale with an offset that

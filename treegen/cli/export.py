@@ -136,6 +136,7 @@ def cmd_export(args) -> int:
         print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes; inference path alone "
               f"{rep.flash_bytes_inference} bytes flash")
         print(f"                ({rep.size_note})")
+    _print_linked(rep)
     agr = rep.agreement
     if agr is not None:
         if "fixed_vs_float" in agr:
@@ -147,6 +148,16 @@ def cmd_export(args) -> int:
         print(f"note            {note}")
     write_json(args.json, {"command": "export", "model": str(args.model), **d})
     return 0
+
+
+def _print_linked(rep) -> None:
+    """The flash / RAM each entry point costs in a linked image (beside the object-file figure above)."""
+    parts = [f"{what} {fn}: {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, fn, d in
+             (("Q15 entry", f"tg_{rep.name}_predict_q15", rep.linked_q15),
+              ("float entry", f"tg_{rep.name}_predict", rep.linked_float)) if d is not None]
+    if parts:
+        print(f"linked          {'; '.join(parts)} flash / RAM")
+    print(f"                ({rep.linked_note})")
 
 
 def _print_library_use(args, out: Path, name: str) -> None:

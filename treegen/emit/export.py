@@ -12,7 +12,8 @@ A sequence of passes, each reading only the product of the one before:
             target: :func:`treegen.emit.size.check_flash`)
 5. write    :mod:`treegen.emit.library`   context -> ``<name>.h``, ``<name>.c`` (+ library files, example)
             rendered from ``templates/c/*.j2`` by :mod:`treegen.core.codegen`
-6. measure  :mod:`treegen.emit.size`      compiled object -> flash / RAM
+6. measure  :mod:`treegen.emit.size`      compiled object -> flash / RAM; linked probe programs -> the
+            flash / RAM an entry point costs in a linked image (library routines included)
 7. report   :mod:`treegen.emit.report`    :class:`ExportReport`: files, sizes, guarantee, notes
 
 The generated C has no run-time checks on its hot path: validation happens once, before anything is
@@ -109,10 +110,12 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
                                      examples=examples)
     estimated = _size.check_flash(ctx, soft, tgt)
     files, src_dir = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force)
-    size = (_size.measure(src_dir, ident, tgt, dtype) if measure
-            else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"})
+    size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features) if measure
+            else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
+                  "linked": {"note": "not linked (measure=False)"}})
     return _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,
-                               estimated=estimated, size=size, agreement=agreement)
+                               estimated=estimated, size=size, agreement=agreement,
+                               ieee_float=bool(tgt.extra.get("ieee_float", True)))
 
 
 def build_context(model: Model, *, name: str, target, layout: str, dtype: str, variant: str,
