@@ -123,8 +123,9 @@ def _link_size(cc: str, size: str, flags: list, sources: list, include_dir: Path
 
 def measure_linked(src_dir: Path, name: str, target: _targets.Target, dtype: str, n_features: int) -> dict:
     """Flash and RAM an entry point of the export costs in a linked program for ``target`` (see the
-    module docstring): ``{"q15": {"flash_bytes", "ram_bytes"}, "float": {...}, "note": ...}``, an
-    entry None when it could not be measured (the note says why)."""
+    module docstring): ``{"q15": {"flash_bytes", "ram_bytes", "image_flash_bytes", "image_ram_bytes"},
+    "float": {...}, "note": ...}`` (the model's cost, and the whole probe image with it), an entry None
+    when it could not be measured (the note says why)."""
     cc, size = shutil.which(target.cc), shutil.which(_size_tool(target.cc))
     entries = (("q15", f"tg_{name}_predict_q15", "int16_t"),) if dtype == "q15" else ()
     entries += (("float", f"tg_{name}_predict", "float"),)
@@ -146,7 +147,8 @@ def measure_linked(src_dir: Path, name: str, target: _targets.Target, dtype: str
                 if err is not None:
                     return {**result, "note": f"not linked: {target.cc} failed: {err}"}
                 sizes.append((flash, ram))
-            result[key] = {"flash_bytes": sizes[1][0] - sizes[0][0], "ram_bytes": sizes[1][1] - sizes[0][1]}
+            result[key] = {"flash_bytes": sizes[1][0] - sizes[0][0], "ram_bytes": sizes[1][1] - sizes[0][1],
+                           "image_flash_bytes": sizes[1][0], "image_ram_bytes": sizes[1][1]}
     return {**result, "note": f"linked image with the model minus the same program without it ({target.cc} "
                               f"{' '.join(target.cflags)}, --gc-sections): library routines included"}
 
