@@ -47,7 +47,9 @@ def register(sub) -> None:
                    help="replace files in DIR that treegen did not generate (default: refuse)")
     p.add_argument("--lib-layout", choices=EXPORT_LIB_LAYOUTS, default="plain",
                    help="plain: DIR/<name>.h/.c; platformio: a PlatformIO library (library.json, src/) for a "
-                        "project's lib/; arduino: an Arduino library (library.properties, src/) (default plain)")
+                        "project's lib/; arduino: an Arduino library (library.properties, src/); cmake: add_subdirectory-ready "
+                        "(CMakeLists.txt, src/); zephyr: a Zephyr module (zephyr/module.yml, CMakeLists.txt, Kconfig); "
+                        "espidf: an ESP-IDF component (CMakeLists.txt, idf_component.yml) (default plain)")
     p.add_argument("--example", action="store_true",
                    help="also write an example program (own main(), kept out of the library): DIR/example/main.c; "
                         "platformio: DIR/examples/<name>/main.c; arduino: the sketch DIR/examples/<name>/<name>.ino")
@@ -170,6 +172,15 @@ def _print_library_use(args, out: Path, name: str) -> None:
     elif args.lib_layout == "arduino":
         print(f"library         Arduino library: copy {out} into your sketchbook's libraries/ folder "
               "(or zip it and use Sketch > Include Library > Add .ZIP Library)")
+    elif args.lib_layout == "cmake":
+        print(f"library         CMake: add_subdirectory({out}) and target_link_libraries(your_app PRIVATE "
+              f"treegen::{name})")
+    elif args.lib_layout == "zephyr":
+        print(f"library         Zephyr module: add {out} to ZEPHYR_EXTRA_MODULES and CONFIG_TG_{name.upper()}=y "
+              "to prj.conf")
+    elif args.lib_layout == "espidf":
+        print(f"library         ESP-IDF component: copy {out} into your project's components/ "
+              "(REQUIRES: the folder's name)")
     else:
         print(f"library         add {src / (name + '.c')} to your build and {src} to its include path (no main)")
     if args.example:

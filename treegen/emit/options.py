@@ -16,7 +16,7 @@ DTYPES = ("q15", "f32")
 VARIANTS = ("auto", "scalar", "dsp", "mve")
 VOTES = ("auto", "soft", "hard")
 #: how the files of an export are laid out (:mod:`treegen.emit.library`)
-LIB_LAYOUTS = ("plain", "platformio", "arduino")
+LIB_LAYOUTS = ("plain", "platformio", "arduino", "cmake", "zephyr", "espidf")
 INT16_LIMIT = 32767  # features, classes, trees: counted in C int (16 bits on AVR)
 
 
