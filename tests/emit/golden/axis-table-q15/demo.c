@@ -88,16 +88,13 @@ static const struct tg_demo_affine tg_demo_affine[2] = {
     { UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000), 0, -67, 0u, 0u } /* petal: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
 };
 
-/* the number of significant bits of m (0 for 0) */
-static int32_t tg_demo_bitlen(uint64_t m)
+/* m / 2^k with the bits shifted out kept as a sticky bit 0 (k >= 0) */
+static uint64_t tg_demo_shr(uint64_t m, int32_t k)
 {
-    int32_t n = 0;
-
-    while (m != 0u) {
-        m >>= 1;
-        n++;
+    if (k > 63) {
+        return m != 0u ? 1u : 0u;
     }
-    return n;
+    return k <= 0 ? m : (m >> k) | ((m & ((UINT64_C(1) << k) - 1u)) != 0u ? 1u : 0u);
 }
 
 /* m / 2^k rounded to the nearest integer, ties to even (1 <= k <= 63) */
@@ -113,6 +110,31 @@ static uint64_t tg_demo_rne(uint64_t m, int32_t k)
     return r;
 }
 
+/* m * 2^*e (m != 0, a sticky bit 0 at least two bits below the 53rd significant one) rounded to 53
+ * significant bits, ties to even, and shifted so that its top bit is bit 52 (*e adjusted) */
+static uint64_t tg_demo_round53(uint64_t m, int32_t *e)
+{
+    int32_t len = 0;
+    uint64_t t = m;
+
+    while (t != 0u) {
+        t >>= 1;
+        len++;
+    }
+    if (len > 53) {
+        m = tg_demo_rne(m, len - 53);
+        *e += len - 53;
+        if ((m >> 53) != 0u) { /* rounded up to 2^53: exact */
+            m >>= 1;
+            *e += 1;
+        }
+    } else {
+        m <<= 53 - len;
+        *e -= 53 - len;
+    }
+    return m;
+}
+
 /* The Q15 value of one raw float32 input: binary64's fl(x - offset), fl(d * scale), rint(v * 32768)
  * on integers, each rounded to nearest, ties to even (see above). */
 static int16_t tg_demo_q15(float x, const struct tg_demo_affine *a)
@@ -122,126 +144,84 @@ static int16_t tg_demo_q15(float x, const struct tg_demo_affine *a)
         uint32_t u;
     } u;
     uint32_t bits, bexp;
-    uint64_t xm, d, big, small, p00, p01, p10, p11, mid, lo, hi, v, rem, half;
-    int32_t xe, e, sh, len, k;
-    uint8_t xneg, dneg, bigneg, smallneg;
+    uint64_t d, o, lo, mid, hi;
+    int32_t e, oe;
+    uint8_t xneg, oneg;
 
     u.f = x;
     bits = u.u;
     bexp = (bits >> 23) & 0xFFu;
     xneg = (uint8_t)(bits >> 31);
     if (bexp == 0xFFu) { /* NaN -> 0; +-inf saturates by the sign of (x - offset) * scale (0 if scale is 0) */
-        if ((bits & 0x7FFFFFu) != 0u || a->sm == 0u || xneg != a->sneg) {
-            return 0;
-        }
-        return 32767;
+        return ((bits & 0x7FFFFFu) != 0u || a->sm == 0u || xneg != a->sneg) ? 0 : 32767;
     }
     if (a->sm == 0u) {
         return 0;
     }
-    xm = bits & 0x7FFFFFu; /* x = (-1)^xneg * xm * 2^xe */
-    xe = -149;
+
+    /* 1. d = fl(x - offset): x's 24-bit significand moved to bit 62 (x = (-1)^xneg * d * 2^e) and
+     * offset's (top bit 62), the one with the smaller exponent shifted right with a sticky bit (bits
+     * are lost only for shifts beyond 10, and then >= 9 bits are rounded off: correctly rounded) */
+    d = (uint64_t)(bits & 0x7FFFFFu) << 39;
+    e = -188;
     if (bexp != 0u) {
-        xm |= 0x800000u;
-        xe = (int32_t)bexp - 150;
+        d |= UINT64_C(1) << 62;
+        e = (int32_t)bexp - 189;
     }
+    while (d != 0u && (d >> 62) == 0u) { /* subnormal x */
+        d <<= 1;
+        e--;
+    }
+    o = a->om;
+    oe = a->oe;
+    oneg = (uint8_t)(a->oneg ^ 1u); /* adding -offset */
+    if (d == 0u || (o != 0u && oe > e)) { /* swap: d is the operand with the larger exponent */
+        uint64_t t = d;
+        int32_t te = e;
+        uint8_t tn = xneg;
 
-    /* 1. d = fl(x - offset): significands with their top bit at 62, the smaller operand shifted
-     * right with the bits shifted out kept as a sticky bit 0 (they are lost only when the shift
-     * exceeds 10, and then the rounding below drops >= 9 bits: correctly rounded). */
-    if (xm == 0u) {
-        d = a->om;
-        e = a->oe;
-        dneg = (uint8_t)(a->oneg ^ 1u);
+        d = o;
+        e = oe;
+        xneg = oneg;
+        o = t;
+        oe = te;
+        oneg = tn;
+    }
+    o = tg_demo_shr(o, e - oe);
+    if (xneg == oneg) {
+        d += o;
+    } else if (d >= o) {
+        d -= o;
     } else {
-        len = tg_demo_bitlen(xm);
-        xm <<= 63 - len;
-        xe -= 63 - len;
-        if (a->om == 0u) {
-            d = xm;
-            e = xe;
-            dneg = xneg;
-        } else {
-            if (xe >= a->oe) {
-                big = xm;
-                bigneg = xneg;
-                small = a->om;
-                smallneg = (uint8_t)(a->oneg ^ 1u);
-                e = xe;
-                sh = xe - a->oe;
-            } else {
-                big = a->om;
-                bigneg = (uint8_t)(a->oneg ^ 1u);
-                small = xm;
-                smallneg = xneg;
-                e = a->oe;
-                sh = a->oe - xe;
-            }
-            if (sh > 63) {
-                small = 1u;
-            } else if (sh > 0) {
-                small = (small >> sh) | ((small & ((UINT64_C(1) << sh) - 1u)) != 0u ? 1u : 0u);
-            }
-            if (bigneg == smallneg) {
-                d = big + small;
-                dneg = bigneg;
-            } else if (big >= small) {
-                d = big - small;
-                dneg = bigneg;
-            } else {
-                d = small - big;
-                dneg = smallneg;
-            }
-        }
+        d = o - d;
+        xneg = oneg;
     }
-    if (d == 0u) {
-        return 0; /* x == offset: v = 0 */
+    if (d == 0u || xneg != a->sneg) {
+        return 0; /* v = 0, or v < 0: saturates to 0 */
     }
-    len = tg_demo_bitlen(d);
-    if (len > 53) {
-        d = tg_demo_rne(d, len - 53);
-        e += len - 53;
-        len = tg_demo_bitlen(d); /* 54 when rounded up to 2^53 */
-    }
-    if (dneg != a->sneg) {
-        return 0; /* v < 0 saturates to 0 */
-    }
+    d = tg_demo_round53(d, &e);
 
-    /* 2. v = fl(d * scale): both significands with their top bit at 52, the 106-bit product from
-     * 32 x 32-bit partial products, rounded to 53 bits. */
-    if (len > 53) {
-        d >>= 1; /* 2^53: exact */
-        e++;
-    } else {
-        d <<= 53 - len;
-        e -= 53 - len;
-    }
-    p00 = (d & 0xFFFFFFFFu) * (a->sm & 0xFFFFFFFFu);
-    p01 = (d & 0xFFFFFFFFu) * (a->sm >> 32);
-    p10 = (d >> 32) * (a->sm & 0xFFFFFFFFu);
-    p11 = (d >> 32) * (a->sm >> 32);
-    mid = p01 + p10; /* < 2^54 */
-    lo = p00 + (mid << 32);
-    hi = p11 + (mid >> 32) + (lo < p00 ? 1u : 0u); /* product = hi * 2^64 + lo, in [2^104, 2^106) */
-    k = (hi >> 41) != 0u ? 53 : 52;
-    v = (hi << (64 - k)) | (lo >> k);
-    rem = lo & ((UINT64_C(1) << k) - 1u);
-    half = UINT64_C(1) << (k - 1);
-    if (rem > half || (rem == half && (v & 1u) != 0u)) {
-        v++;
-    }
-    e += a->se + k + 15; /* v * 32768 = v * 2^e */
+    /* 2. v = fl(d * scale): the 106-bit product of the 53-bit significands from 32 x 32-bit partial
+     * products, its low 43 bits folded into a sticky bit, rounded to 53 bits */
+    lo = (d & 0xFFFFFFFFu) * (a->sm & 0xFFFFFFFFu);
+    mid = (d & 0xFFFFFFFFu) * (a->sm >> 32) + (d >> 32) * (a->sm & 0xFFFFFFFFu) + (lo >> 32); /* < 2^55 */
+    hi = (d >> 32) * (a->sm >> 32) + (mid >> 32); /* product = hi * 2^64 + (mid mod 2^32) * 2^32 + lo mod 2^32 */
+    lo = ((mid & 0xFFFFFFFFu) << 32) | (lo & 0xFFFFFFFFu);
+    d = (hi << 21) | (lo >> 43) | ((lo & ((UINT64_C(1) << 43) - 1u)) != 0u ? 1u : 0u);
+    e += a->se + 43;
+    d = tg_demo_round53(d, &e);
 
-    /* 3. q = rint(v * 32768), saturated: v has <= 54 bits, so e >= 0 means v * 32768 >= 2^52 and
-     * e < -55 means v * 32768 < 1/2 */
+    /* 3. q = rint(v * 32768), saturated: v's top bit is bit 52, so e + 15 >= 0 means v * 32768 >= 2^52
+     * and e + 15 < -54 means v * 32768 < 1/2 */
+    e += 15;
     if (e >= 0) {
         return 32767;
     }
-    if (e < -55) {
+    if (e < -54) {
         return 0;
     }
-    v = tg_demo_rne(v, -e);
-    return v > 32767u ? 32767 : (int16_t)v;
+    d = tg_demo_rne(d, -e);
+    return d > 32767u ? 32767 : (int16_t)d;
 }
 
 /* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
