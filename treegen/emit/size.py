@@ -162,7 +162,7 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
             f".text.tg_{name}_predict_proba_q15", f".text.tg_{name}_sums_raw", f".rodata.tg_{name}_trees_raw"}
     if dtype == "q15":
         skip |= {f".text.tg_{name}_scale_q15", f".rodata.tg_{name}_affine", f".rodata.tg_{name}_used",
-                 f".text.tg_{name}_q15", f".text.tg_{name}_bitlen", f".text.tg_{name}_rne"}
+                 f".text.tg_{name}_q15", f".text.tg_{name}_shr", f".text.tg_{name}_rne", f".text.tg_{name}_round53"}
     return sum(v for k, v in sections.items()
                if k.startswith((".text", ".rodata", ".data", ".sdata"))
                and k not in skip and not k.startswith(".rodata.str")  # .rodata.str*: the label strings
