@@ -11,8 +11,10 @@ RISC-V RV32IMAC (riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32, picolibc).
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ from export_models import make_model, require, run_cc, small_models, small_obliq
 from treegen.core import targets
 from treegen.core.scaling import InputScaling
 from treegen.emit.export import STRICT_CFLAGS, export_model
-from treegen.emit.lower_f32 import f32_axis_splits
+from treegen.emit.lower_f32 import f32_axis_splits, q15_of_raw
 
 TESTS = Path(__file__).resolve().parents[1]
 CROSS = ("atmega328p", "rv32imac")
@@ -107,6 +109,77 @@ def test_scale_q15_on_rv32_equals_to_q15(tmp_path):
     assert got.shape[0] == x.size > 2 * 32000 * 5
     want = model.scaling.to_q15(np.repeat(x[:, None].astype(np.float64), 3, axis=1))
     bad = np.flatnonzero(np.any(got[:, :2] != want[:, :2], axis=1))
+    assert bad.size == 0, [(float(x[i]), got[i].tolist(), want[i].tolist()) for i in bad[:5]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        assert chunk, f"the AVR closed the connection after {len(buf)} of {n} bytes"
+        buf += chunk
+    return bytes(buf)
+
+
+def test_scale_q15_on_avr_equals_to_q15(tmp_path):
+    """The integer Q15 scaling executed by the ATmega328P (QEMU arduino-uno, USART0 over a TCP socket;
+    16-bit int, 8-bit registers): +-1 ulp around every 32nd breakpoint of a min-max feature crossing
+    zero and of a negative-scale feature, and the special values (about 750 inputs per second)."""
+    qemu = require("qemu-system-avr")
+    cc = require("avr-gcc")
+    scaling = InputScaling(np.array([-3.25, 0.1, 0.0]), np.array([0.1234567, -2.5e-3, 1 / 32768]))
+    model = make_model([small_oblique_tree()], 3, 3, scaling=scaling)
+    export_model(model, tmp_path, target="atmega328p", measure=False)
+    elf = tmp_path / "scale.elf"
+    run_cc([cc, *targets.get("atmega328p").cflags, *STRICT_CFLAGS, "-I", str(tmp_path), '-DTG_HEADER="demo.h"',
+            "-DTG_SCALE=tg_demo_scale_q15", "-DTG_N_FEATURES=3", str(tmp_path / "demo.c"),
+            str(TESTS / "c" / "tg_scale_avr_uart.c"), "-o", str(elf)])
+    xs = [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4028235e38], dtype=np.float32)
+          .view(np.uint32)]
+    for f in range(2):
+        ops, t = f32_axis_splits(np.full(32767, scaling.offset[f]), np.full(32767, scaling.scale[f]),
+                                 np.arange(32767))
+        bits = t[np.isin(ops, ["le", "gt"])][::32].astype(np.float32).view(np.uint32).astype(np.int64)
+        xs.append(((bits[:, None] + np.arange(-1, 2)[None, :]).ravel() & 0xFFFFFFFF).astype(np.uint32))
+    x = np.concatenate(xs).view(np.float32)
+    port = _free_port()
+    proc = subprocess.Popen([qemu, "-M", "arduino-uno", "-bios", str(elf), "-display", "none", "-monitor", "none",
+                             "-chardev", f"socket,id=u0,host=127.0.0.1,port={port},server=on,wait=on,nodelay=on",
+                             "-serial", "chardev:u0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "QEMU's UART socket never opened"
+                time.sleep(0.05)
+        with conn:
+            assert _recv_exact(conn, 1) == b"R"
+            out = bytearray()
+            for k in range(0, x.size, 64):
+                chunk = x[k:k + 64]
+                conn.sendall(chunk.astype("<f4").tobytes())
+                out += _recv_exact(conn, 6 * chunk.size)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    got = np.frombuffer(bytes(out), dtype="<i2").reshape(-1, 3)
+    finite = np.isfinite(x)
+    want = np.zeros_like(got)
+    want[finite] = scaling.to_q15(np.repeat(x[finite, None].astype(np.float64), 3, axis=1))
+    with np.errstate(invalid="ignore"):  # +-inf saturate by the sign of scale, NaN -> 0
+        want[~finite] = np.stack([q15_of_raw(x[~finite].astype(np.float64), scaling.offset[f], scaling.scale[f])
+                                  for f in range(3)], axis=1).astype(np.int16)
+    assert x.size > 2000
+    bad = np.flatnonzero(np.any(got != want, axis=1))
     assert bad.size == 0, [(float(x[i]), got[i].tolist(), want[i].tolist()) for i in bad[:5]]
 
 
