@@ -73,7 +73,7 @@ from treegen.emit.size import SIZE_CFLAGS, STRICT_CFLAGS, inference_bytes, measu
 def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype: str = "q15",
                  variant: str = "auto", name: str | None = None, data=None, measure: bool = True,
                  vote: str = "auto", force: bool = False, lib_layout: str = "plain",
-                 example: bool = False) -> ExportReport:
+                 example: bool = False, link: bool = True) -> ExportReport:
     """Write the library ``<name>.h`` and ``<name>.c`` into ``out_dir``; return an :class:`ExportReport`.
 
     ``lib_layout``: ``plain`` (the two files in ``out_dir``), ``platformio`` (``library.json`` +
@@ -91,6 +91,8 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     fixed-vs-float agreement and both accuracies, and provide the example rows of ``main.c``.
     ``vote`` (ensembles): ``soft`` (mean leaf probabilities, fixed point; adds
     ``tg_<name>_predict_proba``), ``hard`` (majority of classes) or ``auto`` (the model's own vote).
+    ``measure``: size the compiled object; ``link`` (with ``measure``): also link the size probes
+    (:func:`treegen.emit.size.measure_linked`; four links, skipped by callers that only need the object).
     """
     tgt, variant, ident, vote = check_options(model, target=target, layout=layout, dtype=dtype, variant=variant,
                                               vote=vote, lib_layout=lib_layout, name=name)
@@ -110,7 +112,7 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
                                      examples=examples)
     estimated = _size.check_flash(ctx, soft, tgt)
     files, src_dir = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force)
-    size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features) if measure
+    size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features, link=link) if measure
             else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
                   "linked": {"note": "not linked (measure=False)"}})
     return _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,

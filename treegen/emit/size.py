@@ -169,9 +169,12 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
                and not k.startswith((f".rodata.tg_{name}_r", f".text.tg_{name}_raw")))  # q15's raw-input path
 
 
-def measure(src_dir: Path, name: str, target: _targets.Target, dtype: str, n_features: int) -> dict:
+def measure(src_dir: Path, name: str, target: _targets.Target, dtype: str, n_features: int,
+            link: bool = True) -> dict:
     """:func:`measure_size` of the library ``<name>.c`` in ``src_dir``, with ``inference`` (the
-    classification path alone, :func:`inference_bytes`) and ``linked`` (:func:`measure_linked`)."""
+    classification path alone, :func:`inference_bytes`) and ``linked`` (:func:`measure_linked`, when
+    ``link``)."""
     size = measure_size(Path(src_dir) / f"{name}.c", target, Path(src_dir))
-    return {**size, "inference": inference_bytes(size["sections"], name, dtype),
-            "linked": measure_linked(Path(src_dir), name, target, dtype, n_features)}
+    linked = (measure_linked(Path(src_dir), name, target, dtype, n_features) if link
+              else {"note": "not linked (link=False)"})
+    return {**size, "inference": inference_bytes(size["sections"], name, dtype), "linked": linked}
