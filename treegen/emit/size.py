@@ -15,6 +15,7 @@ target's flash is checked up front), measured afterwards with the target's compi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -153,6 +154,19 @@ def measure_linked(src_dir: Path, name: str, target: _targets.Target, dtype: str
                               f"{' '.join(target.cflags)}, --gc-sections): library routines included"}
 
 
+_CLONE_SUFFIX = re.compile(r"\.(constprop|isra|part|cold|lto_priv)(\.\d+)?$")
+
+
+def section_function(section: str) -> str:
+    """The section of the function a compiler clone's section belongs to (``.text.f.constprop.0`` ->
+    ``.text.f``: GCC specialises a static function called with constant arguments)."""
+    while True:
+        base = _CLONE_SUFFIX.sub("", section)
+        if base == section:
+            return base
+        section = base
+
+
 def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
     """Flash of the classification path alone: the measured sections minus the class-label table and
     its strings and, for q15, the raw-input wrapper with its scaling tables."""
@@ -161,11 +175,11 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
     skip = {f".rodata.tg_{name}_class_labels", f".text.tg_{name}_predict", f".text.tg_{name}_predict_proba",
             f".text.tg_{name}_predict_proba_q15", f".text.tg_{name}_sums_raw", f".rodata.tg_{name}_trees_raw"}
     if dtype == "q15":
-        skip |= {f".text.tg_{name}_scale_q15", f".rodata.tg_{name}_affine", f".rodata.tg_{name}_used",
-                 f".text.tg_{name}_q15", f".text.tg_{name}_shr", f".text.tg_{name}_rne", f".text.tg_{name}_round53"}
+        skip |= {f".text.tg_{name}_scale_q15", f".text.tg_{name}_q15", f".text.tg_{name}_shr",
+                 f".text.tg_{name}_rne", f".text.tg_{name}_round53"}
     return sum(v for k, v in sections.items()
                if k.startswith((".text", ".rodata", ".data", ".sdata"))
-               and k not in skip and not k.startswith(".rodata.str")  # .rodata.str*: the label strings
+               and section_function(k) not in skip and not k.startswith(".rodata.str")  # the label strings
                and not k.startswith((f".rodata.tg_{name}_r", f".text.tg_{name}_raw")))  # q15's raw-input path
 
 

@@ -70,24 +70,8 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
  * with the roundings of IEEE-754 binary64 (treegen's InputScaling.to_q15) carried out on integers:
  * no floating-point arithmetic, the same Q15 value as the Python model for every float32 input on
  * every target (16-bit int, 32-bit double, no FPU). Per feature: offset = (-1)^oneg * om * 2^oe
- * (om's top bit at 62), scale = (-1)^sneg * sm * 2^se (sm's top bit at 52). */
-struct tg_demo_affine {
-    uint64_t om;
-    uint64_t sm;
-    int16_t oe;
-    int16_t se;
-    uint8_t oneg;
-    uint8_t sneg;
-};
-
-static const int8_t tg_demo_used[2] = {
-    0, 2
-};
-static const struct tg_demo_affine tg_demo_affine[2] = {
-    { UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000), 0, -67, 0u, 0u }, /* sepal length: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
-    { UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000), 0, -67, 0u, 0u } /* petal: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
-};
-
+ * (om's top bit at 62), scale = (-1)^sneg * sm * 2^se (sm's top bit at 52), passed as arguments:
+ * the constants stay in the code (flash) also where const tables are copied to RAM (AVR). */
 /* m / 2^k with the bits shifted out kept as a sticky bit 0 (k >= 0) */
 static uint64_t tg_demo_shr(uint64_t m, int32_t k)
 {
@@ -137,25 +121,26 @@ static uint64_t tg_demo_round53(uint64_t m, int32_t *e)
 
 /* The Q15 value of one raw float32 input: binary64's fl(x - offset), fl(d * scale), rint(v * 32768)
  * on integers, each rounded to nearest, ties to even (see above). */
-static int16_t tg_demo_q15(float x, const struct tg_demo_affine *a)
+static int16_t tg_demo_q15(float x, uint64_t om, uint64_t sm, int32_t oe, int32_t se, uint8_t oneg,
+                                 uint8_t sneg)
 {
     union {
         float f;
         uint32_t u;
     } u;
     uint32_t bits, bexp;
-    uint64_t d, o, lo, mid, hi;
-    int32_t e, oe;
-    uint8_t xneg, oneg;
+    uint64_t d, lo, mid, hi;
+    int32_t e;
+    uint8_t xneg;
 
     u.f = x;
     bits = u.u;
     bexp = (bits >> 23) & 0xFFu;
     xneg = (uint8_t)(bits >> 31);
     if (bexp == 0xFFu) { /* NaN -> 0; +-inf saturates by the sign of (x - offset) * scale (0 if scale is 0) */
-        return ((bits & 0x7FFFFFu) != 0u || a->sm == 0u || xneg != a->sneg) ? 0 : 32767;
+        return ((bits & 0x7FFFFFu) != 0u || sm == 0u || xneg != sneg) ? 0 : 32767;
     }
-    if (a->sm == 0u) {
+    if (sm == 0u) {
         return 0;
     }
 
@@ -172,43 +157,41 @@ static int16_t tg_demo_q15(float x, const struct tg_demo_affine *a)
         d <<= 1;
         e--;
     }
-    o = a->om;
-    oe = a->oe;
-    oneg = (uint8_t)(a->oneg ^ 1u); /* adding -offset */
-    if (d == 0u || (o != 0u && oe > e)) { /* swap: d is the operand with the larger exponent */
+    oneg ^= 1u; /* adding -offset */
+    if (d == 0u || (om != 0u && oe > e)) { /* swap: d is the operand with the larger exponent */
         uint64_t t = d;
         int32_t te = e;
         uint8_t tn = xneg;
 
-        d = o;
+        d = om;
         e = oe;
         xneg = oneg;
-        o = t;
+        om = t;
         oe = te;
         oneg = tn;
     }
-    o = tg_demo_shr(o, e - oe);
+    om = tg_demo_shr(om, e - oe);
     if (xneg == oneg) {
-        d += o;
-    } else if (d >= o) {
-        d -= o;
+        d += om;
+    } else if (d >= om) {
+        d -= om;
     } else {
-        d = o - d;
+        d = om - d;
         xneg = oneg;
     }
-    if (d == 0u || xneg != a->sneg) {
+    if (d == 0u || xneg != sneg) {
         return 0; /* v = 0, or v < 0: saturates to 0 */
     }
     d = tg_demo_round53(d, &e);
 
     /* 2. v = fl(d * scale): the 106-bit product of the 53-bit significands from 32 x 32-bit partial
      * products, its low 43 bits folded into a sticky bit, rounded to 53 bits */
-    lo = (d & 0xFFFFFFFFu) * (a->sm & 0xFFFFFFFFu);
-    mid = (d & 0xFFFFFFFFu) * (a->sm >> 32) + (d >> 32) * (a->sm & 0xFFFFFFFFu) + (lo >> 32); /* < 2^55 */
-    hi = (d >> 32) * (a->sm >> 32) + (mid >> 32); /* product = hi * 2^64 + (mid mod 2^32) * 2^32 + lo mod 2^32 */
+    lo = (d & 0xFFFFFFFFu) * (sm & 0xFFFFFFFFu);
+    mid = (d & 0xFFFFFFFFu) * (sm >> 32) + (d >> 32) * (sm & 0xFFFFFFFFu) + (lo >> 32); /* < 2^55 */
+    hi = (d >> 32) * (sm >> 32) + (mid >> 32); /* product = hi * 2^64 + (mid mod 2^32) * 2^32 + lo mod 2^32 */
     lo = ((mid & 0xFFFFFFFFu) << 32) | (lo & 0xFFFFFFFFu);
     d = (hi << 21) | (lo >> 43) | ((lo & ((UINT64_C(1) << 43) - 1u)) != 0u ? 1u : 0u);
-    e += a->se + 43;
+    e += se + 43;
     d = tg_demo_round53(d, &e);
 
     /* 3. q = rint(v * 32768), saturated: v's top bit is bit 52, so e + 15 >= 0 means v * 32768 >= 2^52
@@ -232,9 +215,12 @@ void tg_demo_scale_q15(const float *x_raw, int16_t *q)
     for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
         q[i] = 0;
     }
-    for (i = 0; i < 2; i++) {
-        q[tg_demo_used[i]] = tg_demo_q15(x_raw[tg_demo_used[i]], &tg_demo_affine[i]);
-    }
+    /* sepal length: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
+    q[0] = tg_demo_q15(x_raw[0], UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000),
+                       0, -67, 0u, 0u);
+    /* petal: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
+    q[2] = tg_demo_q15(x_raw[2], UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000),
+                       0, -67, 0u, 0u);
 }
 
 /* tree 0 (axis, 2 internal nodes): node i tests (uint16_t)x[feature[i]] <= threshold[i];
