@@ -53,7 +53,9 @@ def register(sub) -> None:
                    help="replace files in DIR that treegen did not generate (default: refuse)")
     p.add_argument("--lib-layout", choices=EXPORT_LIB_LAYOUTS, default="plain",
                    help="plain: DIR/<name>.h/.c; platformio: a PlatformIO library (library.json, src/) for a "
-                        "project's lib/; arduino: an Arduino library (library.properties, src/) (default plain)")
+                        "project's lib/; arduino: an Arduino library (library.properties, src/); cmake: add_subdirectory-ready "
+                        "(CMakeLists.txt, src/); zephyr: a Zephyr module (zephyr/module.yml, CMakeLists.txt, Kconfig); "
+                        "espidf: an ESP-IDF component (CMakeLists.txt, idf_component.yml) (default plain)")
     p.add_argument("--example", action="store_true",
                    help="also write an example program (own main(), kept out of the library): DIR/example/main.c; "
                         "platformio: DIR/examples/<name>/main.c; arduino: the sketch DIR/examples/<name>/<name>.ino")
@@ -142,6 +144,7 @@ def cmd_export(args) -> int:
         print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes; inference path alone "
               f"{rep.flash_bytes_inference} bytes flash")
         print(f"                ({rep.size_note})")
+    _print_linked(rep)
     agr = rep.agreement
     if agr is not None:
         if "fixed_vs_float" in agr:
@@ -155,6 +158,16 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _print_linked(rep) -> None:
+    """The flash / RAM each entry point costs in a linked image (beside the object-file figure above)."""
+    parts = [f"{what} {fn}: {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, fn, d in
+             (("Q15 entry", f"tg_{rep.name}_predict_q15", rep.linked_q15),
+              ("float entry", f"tg_{rep.name}_predict", rep.linked_float)) if d is not None]
+    if parts:
+        print(f"linked          {'; '.join(parts)} flash / RAM")
+    print(f"                ({rep.linked_note})")
+
+
 def _print_library_use(args, out: Path, name: str) -> None:
     """How to use the exported folder (library layout) and, with --example, how to build the example."""
     from treegen.emit.export import example_path, library_src_dir
@@ -165,6 +178,15 @@ def _print_library_use(args, out: Path, name: str) -> None:
     elif args.lib_layout == "arduino":
         print(f"library         Arduino library: copy {out} into your sketchbook's libraries/ folder "
               "(or zip it and use Sketch > Include Library > Add .ZIP Library)")
+    elif args.lib_layout == "cmake":
+        print(f"library         CMake: add_subdirectory({out}) and target_link_libraries(your_app PRIVATE "
+              f"treegen::{name})")
+    elif args.lib_layout == "zephyr":
+        print(f"library         Zephyr module: add {out} to ZEPHYR_EXTRA_MODULES and CONFIG_TG_{name.upper()}=y "
+              "to prj.conf")
+    elif args.lib_layout == "espidf":
+        print(f"library         ESP-IDF component: copy {out} into your project's components/ "
+              "(REQUIRES: the folder's name)")
     else:
         print(f"library         add {src / (name + '.c')} to your build and {src} to its include path (no main)")
     if args.example:

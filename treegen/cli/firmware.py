@@ -91,6 +91,21 @@ def _print_size(flash: int, ram: int, target) -> None:
           "static data + stack reserve)")
 
 
+def _print_model_linked(src: Path, model, target) -> None:
+    """Beside the firmware's size: what the model alone costs in a linked image for the target
+    (:func:`treegen.emit.size.measure_linked`, library routines included)."""
+    from treegen.emit.size import measure_linked
+
+    names = [h.stem for h in sorted(src.glob("*.h")) if (src / f"{h.stem}.c").is_file()
+             and f"tg_{h.stem}_predict_q15(" in h.read_text(encoding="utf-8", errors="replace")]
+    if len(names) != 1:
+        return
+    linked = measure_linked(src, names[0], target, "q15", model.n_features)
+    parts = [f"{what} {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, d in
+             (("Q15 entry", linked["q15"]), ("float entry", linked["float"])) if d is not None]
+    print(f"model linked    {'; '.join(parts) or 'not measured'} flash / RAM  ({linked['note']})")
+
+
 def _check_train_flags(args) -> None:
     if not args.train and (args.data is not None or args.max_depth is not None or args.label is not None):
         raise TreegenError("--data, --label and --max-depth of build/flash only apply with --train")
@@ -134,6 +149,7 @@ def _build_firmware(model, target, out: Path, args, train=None, reuse: bool = Fa
         print(f"binary          {res.bin}")
     print(f"image sha256    {res.image_sha256}  (loadable sections)")
     _print_size(res.flash_bytes, res.ram_bytes, target)
+    _print_model_linked(out / "src", model, target)
     print(f"build time      {res.seconds:.1f} s")
     return res
 

@@ -33,7 +33,7 @@ class FlashSize:
     def __call__(self, estimator, X_train: np.ndarray) -> dict:
         with tempfile.TemporaryDirectory(prefix="treegen-flash-") as tmp:
             report = export_model(estimator.model_, tmp, target=self.target, layout=self.layout, dtype="q15",
-                                  variant=self.variant, data=(np.asarray(X_train),), measure=True)
+                                  variant=self.variant, data=(np.asarray(X_train),), measure=True, link=False)
         return {"flash_bytes": report.flash_bytes, "flash_bytes_inference": report.flash_bytes_inference}
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 from treegen.core.codegen import c_string_body, comment_text, f32_literal, int_type
 from treegen.core.tree import LEAF
 from treegen.core.version import __version__
+from treegen.emit.lower_scaling import used_features  # noqa: F401  (re-exported)
 
 MVE_LANES = 8  # int16_t lanes of a 128-bit Helium vector
 
@@ -60,15 +61,6 @@ def _mark_constant_tests(nodes: list, type_max: int | None, type_min: int | None
         else:
             children = [n["left"], n["right"]]
         stack.extend(c for c in children if c >= 0)
-
-
-def used_features(model) -> list:
-    """Features some test of the model reads (the raw wrapper scales only these)."""
-    used = set()
-    for t in model.trees:
-        internal = t.left != LEAF
-        used.update(int(j) for j in np.flatnonzero(np.any(t.weights[internal] != 0, axis=0)))
-    return sorted(used)
 
 
 def _c_double(v: float) -> str:
@@ -146,8 +138,8 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
                     for i, c in enumerate(model.classes)],
         "scaling": {
             "method": scale.method,
-            "features": [{"index": i, "offset": _c_double(scale.offset[i]), "scale": _c_double(scale.scale[i]),
-                          "name": comment_text(model.feature_names[i])} for i in used_features(model)],
+            "features": [{**f, "offset_c": _c_double(f["offset"]), "scale_c": _c_double(f["scale"]),
+                          "name": comment_text(model.feature_names[f["index"]])} for f in lowered.scaling],
         },
         "contract": model.contract,
         "vote": "soft" if soft is not None else "hard",
@@ -170,7 +162,7 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
                         "args": "" if n_features - k * MVE_LANES >= MVE_LANES
                         else f", {n_features - k * MVE_LANES}u"}
                        for k in range(-(-n_features // MVE_LANES))],
-        "vote_t": "unsigned int",
+        "vote_t": "uint16_t",
     }
     if examples is not None:
         ctx["examples"] = _examples(*examples)

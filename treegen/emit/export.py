@@ -12,7 +12,8 @@ A sequence of passes, each reading only the product of the one before:
             target: :func:`treegen.emit.size.check_flash`)
 5. write    :mod:`treegen.emit.library`   context -> ``<name>.h``, ``<name>.c`` (+ library files, example)
             rendered from ``templates/c/*.j2`` by :mod:`treegen.core.codegen`
-6. measure  :mod:`treegen.emit.size`      compiled object -> flash / RAM
+6. measure  :mod:`treegen.emit.size`      compiled object -> flash / RAM; linked probe programs -> the
+            flash / RAM an entry point costs in a linked image (library routines included)
 7. report   :mod:`treegen.emit.report`    :class:`ExportReport`: files, sizes, guarantee, notes
 
 The generated C has no run-time checks on its hot path: validation happens once, before anything is
@@ -72,7 +73,7 @@ from treegen.emit.size import SIZE_CFLAGS, STRICT_CFLAGS, inference_bytes, measu
 def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype: str = "q15",
                  variant: str = "auto", name: str | None = None, data=None, measure: bool = True,
                  vote: str = "auto", force: bool = False, lib_layout: str = "plain",
-                 example: bool = False) -> ExportReport:
+                 example: bool = False, link: bool = True) -> ExportReport:
     """Write the library ``<name>.h`` and ``<name>.c`` into ``out_dir``; return an :class:`ExportReport`.
 
     ``lib_layout``: ``plain`` (the two files in ``out_dir``), ``platformio`` (``library.json`` +
@@ -90,6 +91,8 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     fixed-vs-float agreement and both accuracies, and provide the example rows of ``main.c``.
     ``vote`` (ensembles): ``soft`` (mean leaf probabilities, fixed point; adds
     ``tg_<name>_predict_proba``), ``hard`` (majority of classes) or ``auto`` (the model's own vote).
+    ``measure``: size the compiled object; ``link`` (with ``measure``): also link the size probes
+    (:func:`treegen.emit.size.measure_linked`; four links, skipped by callers that only need the object).
     """
     tgt, variant, ident, vote = check_options(model, target=target, layout=layout, dtype=dtype, variant=variant,
                                               vote=vote, lib_layout=lib_layout, name=name)
@@ -109,10 +112,12 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
                                      examples=examples)
     estimated = _size.check_flash(ctx, soft, tgt)
     files, src_dir = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force)
-    size = (_size.measure(src_dir, ident, tgt, dtype) if measure
-            else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"})
+    size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features, link=link) if measure
+            else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
+                  "linked": {"note": "not linked (measure=False)"}})
     return _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,
-                               estimated=estimated, size=size, agreement=agreement)
+                               estimated=estimated, size=size, agreement=agreement,
+                               ieee_float=bool(tgt.extra.get("ieee_float", True)))
 
 
 def build_context(model: Model, *, name: str, target, layout: str, dtype: str, variant: str,

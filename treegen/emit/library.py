@@ -5,6 +5,12 @@
                 project's ``lib/``); example: DIR/examples/<name>/main.c (not compiled with the library)
 ``arduino``     an Arduino library (1.5 format): DIR/library.properties, DIR/src/<name>.h, DIR/src/<name>.c;
                 example: the sketch DIR/examples/<name>/<name>.ino
+``cmake``       a CMake library for ``add_subdirectory``: DIR/CMakeLists.txt (static library ``tg_<name>``,
+                alias ``treegen::<name>``, C99), DIR/src/<name>.{h,c}; example: DIR/example/main.c
+``zephyr``      a Zephyr module: DIR/zephyr/module.yml, DIR/zephyr/CMakeLists.txt (a Zephyr library when
+                ``CONFIG_TG_<NAME>``), DIR/zephyr/Kconfig, DIR/src/<name>.{h,c}; example: DIR/example/main.c
+``espidf``      an ESP-IDF component: DIR/CMakeLists.txt (``idf_component_register``), DIR/idf_component.yml,
+                DIR/src/<name>.{h,c}; example: DIR/example/main.c
 
 The library folders never hold a ``main()``: the example is written only with ``example=True``.
 Files already there are replaced only if treegen generated them (they carry its banner) or with
@@ -21,7 +27,17 @@ from treegen.emit.options import LIB_LAYOUTS, _choice
 LIB_VERSION = "1.0.0"      # version of the generated PlatformIO/Arduino library (the model hash identifies it)
 TEMPLATES = {"header": "c/model.h.j2", "source": "c/model.c.j2", "main": "c/main.c.j2",
              "library.json": "library/library.json.j2", "library.properties": "library/library.properties.j2",
-             "sketch": "library/sketch.ino.j2"}
+             "sketch": "library/sketch.ino.j2", "cmake": "library/CMakeLists.txt.j2",
+             "zephyr/module.yml": "library/zephyr_module.yml.j2",
+             "zephyr/CMakeLists.txt": "library/zephyr_CMakeLists.txt.j2", "zephyr/Kconfig": "library/zephyr_Kconfig.j2",
+             "idf/CMakeLists.txt": "library/idf_CMakeLists.txt.j2", "idf_component.yml": "library/idf_component.yml.j2"}
+#: per library layout beyond plain: {file under DIR: template key}
+LAYOUT_FILES = {"platformio": {"library.json": "library.json"},
+                "arduino": {"library.properties": "library.properties"},
+                "cmake": {"CMakeLists.txt": "cmake"},
+                "zephyr": {"zephyr/module.yml": "zephyr/module.yml", "zephyr/CMakeLists.txt": "zephyr/CMakeLists.txt",
+                           "zephyr/Kconfig": "zephyr/Kconfig"},
+                "espidf": {"CMakeLists.txt": "idf/CMakeLists.txt", "idf_component.yml": "idf_component.yml"}}
 
 
 def library_src_dir(out_dir, lib_layout: str = "plain") -> Path:
@@ -32,7 +48,7 @@ def library_src_dir(out_dir, lib_layout: str = "plain") -> Path:
 def example_path(out_dir, name: str, lib_layout: str = "plain") -> Path:
     """Where ``export_model(..., example=True)`` writes the example program of model ``name``."""
     out = Path(out_dir)
-    if lib_layout == "plain":
+    if lib_layout in ("plain", "cmake", "zephyr", "espidf"):
         return out / "example" / "main.c"
     if lib_layout == "platformio":
         return out / "examples" / name / "main.c"
@@ -46,10 +62,8 @@ def library_texts(ctx: dict, out_dir, *, lib_layout: str = "plain", example: boo
     src = library_src_dir(out, lib_layout)
     texts = {}
     lib_ctx = {**ctx, "lib_version": LIB_VERSION, "example": bool(example)}
-    if lib_layout == "platformio":
-        texts[out / "library.json"] = render(TEMPLATES["library.json"], lib_ctx)
-    elif lib_layout == "arduino":
-        texts[out / "library.properties"] = render(TEMPLATES["library.properties"], lib_ctx)
+    for rel, key in LAYOUT_FILES.get(lib_layout, {}).items():
+        texts[out / rel] = render(TEMPLATES[key], lib_ctx)
     texts[src / f"{ident}.h"] = render(TEMPLATES["header"], ctx)
     texts[src / f"{ident}.c"] = render(TEMPLATES["source"], ctx)
     if example:

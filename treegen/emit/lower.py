@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from treegen.emit import lower_f32 as _f32
 from treegen.emit import lower_fixed as _fixed
+from treegen.emit import lower_scaling as _scaling
 
 
 @dataclass(eq=False)
@@ -30,6 +31,9 @@ class Lowered:
     model's contract), ``exact`` (that, and an exact vote), ``off_grid`` (imported models: tests whose
     Q15 grid test differs from the source's, else None), ``unresolved`` (data rows that cannot keep
     their float side after quantisation).
+
+    ``scaling`` (q15): per feature a test reads, the integer constants of the raw-input entry point's
+    Q15 scaling (:func:`~treegen.emit.lower_scaling.lower_scaling`; no floating point on the device).
     """
 
     dtype: str
@@ -43,6 +47,7 @@ class Lowered:
     raw_trees: list = field(default_factory=list)
     off_grid: int | None = None
     unresolved: list = field(default_factory=list)
+    scaling: list = field(default_factory=list)
 
 
 def lower(model, *, dtype: str, vote: str, soft=None, X_q15=None, qtrees: list | None = None) -> Lowered:
@@ -64,7 +69,8 @@ def lower(model, *, dtype: str, vote: str, soft=None, X_q15=None, qtrees: list |
         unresolved = sorted({int(r) for qt in qtrees for r in qt.unresolved_rows})
         return Lowered("q15", trees, soft, vote, exact_tests, exact_tests and (soft is None or soft.exact),
                        qtrees=qtrees, raw_split=raw_split, raw_trees=raw_trees, off_grid=off_grid,
-                       unresolved=unresolved)
+                       unresolved=unresolved,
+                       scaling=_scaling.lower_scaling(model.scaling, _scaling.used_features(model)))
     axis = [k for k, t in enumerate(model.trees) if t.is_axis_parallel()]
     per_tree = [None] * len(model.trees)
     if axis:   # an axis tree's float32 tests are its Q15 tests on raw inputs

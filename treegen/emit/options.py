@@ -16,7 +16,8 @@ DTYPES = ("q15", "f32")
 VARIANTS = ("auto", "scalar", "dsp", "mve")
 VOTES = ("auto", "soft", "hard")
 #: how the files of an export are laid out (:mod:`treegen.emit.library`)
-LIB_LAYOUTS = ("plain", "platformio", "arduino")
+LIB_LAYOUTS = ("plain", "platformio", "arduino", "cmake", "zephyr", "espidf")
+INT16_LIMIT = 32767  # features, classes, trees: counted in C int (16 bits on AVR)
 
 
 def _choice(value: str, choices: tuple, what: str) -> str:
@@ -61,5 +62,8 @@ def check_options(model, *, target, layout: str, dtype: str, variant: str, vote:
     _choice(vote, VOTES, "vote")
     _choice(lib_layout, LIB_LAYOUTS, "library layout")
     variant = resolve_variant(variant, tgt, dtype)
+    for what, n in (("features", model.n_features), ("classes", model.n_classes), ("trees", len(model.trees))):
+        if n > INT16_LIMIT:  # the C counts them in int, which may have 16 bits (AVR)
+            raise TreegenError(f"model has {n} {what}; the generated C supports at most {INT16_LIMIT}")
     ident = c_identifier(name) if name is not None else default_name(model)
     return tgt, variant, ident, model.vote if vote == "auto" else vote

@@ -27,7 +27,8 @@ class ExportReport:
     unresolved_rows: list             # data rows that cannot keep their float side after quantisation
     field_types: dict                 # child reference / feature index C types
     estimated_bytes: int              # tables (+ an estimate of unrolled code), used for the flash check
-    flash_bytes: int | None = None    # measured on the compiled object (size tool), None if no compiler
+    flash_bytes: int | None = None    # measured on the compiled object (size tool), None if no compiler;
+                                      # the object alone: library routines (soft-float ...) not counted
     ram_bytes: int | None = None
     flash_bytes_inference: int | None = None  # the classification path alone (no labels, no raw wrapper)
     sections: dict = field(default_factory=dict)
@@ -39,13 +40,18 @@ class ExportReport:
     guarantee: str = ""               # what holds for every input of the contract
     thresholds_off_grid: int | None = None  # imported models: tests whose Q15 grid test differs from the source
     soft_vote_bound: float | None = None    # soft vote == float argmax unless class means differ by <= this
+    # in a linked image (treegen.emit.size.measure_linked): what an entry point costs, library routines
+    # included; {"flash_bytes", "ram_bytes"} or None (not linked: see linked_note)
+    linked_q15: dict | None = None          # tg_<name>_predict_q15 (dtype q15)
+    linked_float: dict | None = None        # tg_<name>_predict (raw float32 inputs)
+    linked_note: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: list, estimated: int,
-                size: dict, agreement: dict | None) -> ExportReport:
+                size: dict, agreement: dict | None, ieee_float: bool = True) -> ExportReport:
     """The :class:`ExportReport` of an export: the description's exactness facts (``lowered``), what
     the template context decided (``ctx``), the written ``files``, the flash ``estimated`` and
     ``size`` (:func:`treegen.emit.size.measure`, or not measured), the data's ``agreement``."""
@@ -77,7 +83,8 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
               "q15": "every Q15 input"}[contract]
     if dtype == "q15":
         guarantee = (f"C == Python fixed-point model on every Q15 input (tg_{ident}_predict_q15) and on every "
-                     f"float32 input (tg_{ident}_predict: the same Q15 values)")
+                     f"float32 input (tg_{ident}_predict: the same Q15 values, integer scaling, any int and "
+                     f"double width)")
         if not tests_exact:
             if model.has_raw_thresholds and off_grid:
                 notes.append(f"q15: {off_grid} threshold(s) lie between two Q15 grid points: an input in the grid "
@@ -88,9 +95,13 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
         if not has_oblique:
             guarantee = (f"each test takes the branch of {source} for every float32 input "
                          "(compare on IEEE-754 bits; no scaling on the device)")
-        else:
+        elif ieee_float:
             guarantee = ("oblique trees: C == Python float32 evaluation (predict_f32, left to right, no FMA "
                          "contraction) on every float32 input; agreement with the model measured")
+        else:
+            guarantee = (f"oblique trees: float32 arithmetic of {target}'s C library, which is not IEEE-754 "
+                         "throughout (subnormals flush to zero): C == Python float32 evaluation only where "
+                         "no subnormal occurs; agreement with the model measured")
     if soft is not None:
         guarantee += ("; soft vote exact (every leaf probability is a multiple of 2^-15)" if soft.exact else
                       f"; soft vote == float argmax unless two class means differ by <= {soft.bound:.3g}")
@@ -127,4 +138,6 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
         vote=ctx["vote"] if len(model.trees) > 1 else "single tree", input_contract=contract,
         guarantee=guarantee, thresholds_off_grid=off_grid,
         soft_vote_bound=None if soft is None else float(soft.bound),
+        linked_q15=size.get("linked", {}).get("q15"), linked_float=size.get("linked", {}).get("float"),
+        linked_note=size.get("linked", {}).get("note", ""),
     )

@@ -15,9 +15,10 @@
  * Scaling and overflow behaviour
  *   Inputs x[i] are Q15 (1.15 format, int16_t, valid range 0..32767): x = round(x_norm * 32768),
  *   x_norm the model's normalised feature in [0, 1). No float is used on this path.
- *   Axis tests: (uint16_t)x[f] <= T with T in -1..32767 (-1: no input goes left); no arithmetic,
- *   cannot overflow. The unsigned view orders valid inputs as int16_t does and needs the shortest
- *   load; a negative (invalid) input compares as a value above 32767.
+ *   Axis tests: (uint16_t)x[f] <= T with T in -1..32767 (-1: no input goes left), compared as
+ *   int32_t where T is a table entry (exact with a 16-bit int too); no arithmetic, cannot overflow.
+ *   The unsigned view orders valid inputs as int16_t does and needs the shortest load; a negative
+ *   (invalid) input compares as a value above 32767.
  *   Oblique tests: acc = sum_i w[i] * x[i] <= T. Weights w are int16_t (the float weights times
  *   2^s, s chosen per node so that max |w| <= 32767); T is in units of 2^-(s+15). Every product
  *   fits in 31 bits; |acc| <= sum_i |w[i]| * 32767 (the bound above, for every partial sum too),
@@ -26,10 +27,11 @@
  *   Variant dsp: pairs of adjacent terms use the dual 16-bit MAC (SMLAD for int32_t, SMLALD for
  *   int64_t accumulators) on cores with __ARM_FEATURE_DSP, elsewhere a portable emulation with the
  *   same (wrap-around) semantics; the bound above means no wrap ever happens: bit-exact with scalar.
- *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
- *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
- *   method "q15". The same operations in the same order as the Python model: the
- *   same Q15 value for every float32 input.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768),
+ *   saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling method
+ *   "q15". The operations and roundings of the Python model (IEEE binary64) are
+ *   carried out on integers: the same Q15 value for every float32 input, on every target (no
+ *   floating-point arithmetic: 16-bit int, 32-bit double and cores without an FPU included).
  *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
  *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
  *   by this scaling.
@@ -95,22 +97,145 @@ const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES] = {
 
 /* Input scaling (q15) of the 3 feature(s) the trees test (the others are set to 0):
  *   q = rint(((x_raw - offset) * scale) * 32768), saturated to 0..32767 (NaN -> 0)
- * in IEEE-754 double, the operations and their order of treegen's InputScaling.to_q15: the same Q15
- * value as the Python model for every float32 input (needs FLT_EVAL_METHOD 0: every Arm and x86-64
- * compiler; on a core without a double-precision FPU these are soft-float calls). */
-static const int8_t tg_demo_used[3] = {
-    0, 1, 2
-};
-static const double tg_demo_offset[3] = {
-    0x0.0p+0, /* sepal length */
-    0x0.0p+0, /* width * / x */
-    0x0.0p+0 /* petal */
-};
-static const double tg_demo_scale[3] = {
-    0x1.0000000000000p-15,
-    0x1.0000000000000p-15,
-    0x1.0000000000000p-15
-};
+ * with the roundings of IEEE-754 binary64 (treegen's InputScaling.to_q15) carried out on integers:
+ * no floating-point arithmetic, the same Q15 value as the Python model for every float32 input on
+ * every target (16-bit int, 32-bit double, no FPU). Per feature: offset = (-1)^oneg * om * 2^oe
+ * (om's top bit at 62), scale = (-1)^sneg * sm * 2^se (sm's top bit at 52), passed as arguments:
+ * the constants stay in the code (flash) also where const tables are copied to RAM (AVR). */
+/* m / 2^k with the bits shifted out kept as a sticky bit 0 (k >= 0) */
+static uint64_t tg_demo_shr(uint64_t m, int32_t k)
+{
+    if (k > 63) {
+        return m != 0u ? 1u : 0u;
+    }
+    return k <= 0 ? m : (m >> k) | ((m & ((UINT64_C(1) << k) - 1u)) != 0u ? 1u : 0u);
+}
+
+/* m / 2^k rounded to the nearest integer, ties to even (1 <= k <= 63) */
+static uint64_t tg_demo_rne(uint64_t m, int32_t k)
+{
+    uint64_t r = m >> k;
+    uint64_t rem = m & ((UINT64_C(1) << k) - 1u);
+    uint64_t half = UINT64_C(1) << (k - 1);
+
+    if (rem > half || (rem == half && (r & 1u) != 0u)) {
+        r++;
+    }
+    return r;
+}
+
+/* m * 2^*e (m != 0, a sticky bit 0 at least two bits below the 53rd significant one) rounded to 53
+ * significant bits, ties to even, and shifted so that its top bit is bit 52 (*e adjusted) */
+static uint64_t tg_demo_round53(uint64_t m, int32_t *e)
+{
+    int32_t len = 0;
+    uint64_t t = m;
+
+    while (t != 0u) {
+        t >>= 1;
+        len++;
+    }
+    if (len > 53) {
+        m = tg_demo_rne(m, len - 53);
+        *e += len - 53;
+        if ((m >> 53) != 0u) { /* rounded up to 2^53: exact */
+            m >>= 1;
+            *e += 1;
+        }
+    } else {
+        m <<= 53 - len;
+        *e -= 53 - len;
+    }
+    return m;
+}
+
+/* The Q15 value of one raw float32 input: binary64's fl(x - offset), fl(d * scale), rint(v * 32768)
+ * on integers, each rounded to nearest, ties to even (see above). */
+static int16_t tg_demo_q15(float x, uint64_t om, uint64_t sm, int32_t oe, int32_t se, uint8_t oneg,
+                                 uint8_t sneg)
+{
+    union {
+        float f;
+        uint32_t u;
+    } u;
+    uint32_t bits, bexp;
+    uint64_t d, lo, mid, hi;
+    int32_t e;
+    uint8_t xneg;
+
+    u.f = x;
+    bits = u.u;
+    bexp = (bits >> 23) & 0xFFu;
+    xneg = (uint8_t)(bits >> 31);
+    if (bexp == 0xFFu) { /* NaN -> 0; +-inf saturates by the sign of (x - offset) * scale (0 if scale is 0) */
+        return ((bits & 0x7FFFFFu) != 0u || sm == 0u || xneg != sneg) ? 0 : 32767;
+    }
+    if (sm == 0u) {
+        return 0;
+    }
+
+    /* 1. d = fl(x - offset): x's 24-bit significand moved to bit 62 (x = (-1)^xneg * d * 2^e) and
+     * offset's (top bit 62), the one with the smaller exponent shifted right with a sticky bit (bits
+     * are lost only for shifts beyond 10, and then >= 9 bits are rounded off: correctly rounded) */
+    d = (uint64_t)(bits & 0x7FFFFFu) << 39;
+    e = -188;
+    if (bexp != 0u) {
+        d |= UINT64_C(1) << 62;
+        e = (int32_t)bexp - 189;
+    }
+    while (d != 0u && (d >> 62) == 0u) { /* subnormal x */
+        d <<= 1;
+        e--;
+    }
+    oneg ^= 1u; /* adding -offset */
+    if (d == 0u || (om != 0u && oe > e)) { /* swap: d is the operand with the larger exponent */
+        uint64_t t = d;
+        int32_t te = e;
+        uint8_t tn = xneg;
+
+        d = om;
+        e = oe;
+        xneg = oneg;
+        om = t;
+        oe = te;
+        oneg = tn;
+    }
+    om = tg_demo_shr(om, e - oe);
+    if (xneg == oneg) {
+        d += om;
+    } else if (d >= om) {
+        d -= om;
+    } else {
+        d = om - d;
+        xneg = oneg;
+    }
+    if (d == 0u || xneg != sneg) {
+        return 0; /* v = 0, or v < 0: saturates to 0 */
+    }
+    d = tg_demo_round53(d, &e);
+
+    /* 2. v = fl(d * scale): the 106-bit product of the 53-bit significands from 32 x 32-bit partial
+     * products, its low 43 bits folded into a sticky bit, rounded to 53 bits */
+    lo = (d & 0xFFFFFFFFu) * (sm & 0xFFFFFFFFu);
+    mid = (d & 0xFFFFFFFFu) * (sm >> 32) + (d >> 32) * (sm & 0xFFFFFFFFu) + (lo >> 32); /* < 2^55 */
+    hi = (d >> 32) * (sm >> 32) + (mid >> 32); /* product = hi * 2^64 + (mid mod 2^32) * 2^32 + lo mod 2^32 */
+    lo = ((mid & 0xFFFFFFFFu) << 32) | (lo & 0xFFFFFFFFu);
+    d = (hi << 21) | (lo >> 43) | ((lo & ((UINT64_C(1) << 43) - 1u)) != 0u ? 1u : 0u);
+    e += se + 43;
+    d = tg_demo_round53(d, &e);
+
+    /* 3. q = rint(v * 32768), saturated: v's top bit is bit 52, so e + 15 >= 0 means v * 32768 >= 2^52
+     * and e + 15 < -54 means v * 32768 < 1/2 */
+    e += 15;
+    if (e >= 0) {
+        return 32767;
+    }
+    if (e < -54) {
+        return 0;
+    }
+    d = tg_demo_rne(d, -e);
+    return d > 32767u ? 32767 : (int16_t)d;
+}
 
 /* Raw inputs -> Q15 (see above; round half to even, saturate to 0..32767, NaN -> 0). */
 void tg_demo_scale_q15(const float *x_raw, int16_t *q)
@@ -120,25 +245,15 @@ void tg_demo_scale_q15(const float *x_raw, int16_t *q)
     for (i = 0; i < TG_DEMO_N_FEATURES; i++) {
         q[i] = 0;
     }
-    for (i = 0; i < 3; i++) {
-        double d = (double)x_raw[tg_demo_used[i]] - tg_demo_offset[i];
-        double v = (d * tg_demo_scale[i]) * 32768.0;
-        int32_t r;
-        double frac;
-
-        if (!(v > 0.0)) {
-            r = 0;
-        } else if (v >= 32767.0) {
-            r = 32767;
-        } else {
-            r = (int32_t)v; /* v > 0: truncation is floor */
-            frac = v - (double)r; /* exact */
-            if (frac > 0.5 || (frac == 0.5 && (r & 1) != 0)) {
-                r++;
-            }
-        }
-        q[tg_demo_used[i]] = (int16_t)r;
-    }
+    /* sepal length: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
+    q[0] = tg_demo_q15(x_raw[0], UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000),
+                       0, -67, 0u, 0u);
+    /* width * / x: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
+    q[1] = tg_demo_q15(x_raw[1], UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000),
+                       0, -67, 0u, 0u);
+    /* petal: offset 0x0.0p+0, scale 0x1.0000000000000p-15 */
+    q[2] = tg_demo_q15(x_raw[2], UINT64_C(0x0000000000000000), UINT64_C(0x0010000000000000),
+                       0, -67, 0u, 0u);
 }
 
 /* acc = sum_i w[i] * x[i] with an int32_t accumulator (dsp); cannot overflow (see banner) */
@@ -174,7 +289,7 @@ static int tg_demo_tree0(const int16_t *x)
     int32_t n = 0;
 
     do {
-        n = ((uint16_t)x[tg_demo_t0_feature[n]] <= tg_demo_t0_threshold[n]) ? tg_demo_t0_left[n] : tg_demo_t0_right[n];
+        n = ((int32_t)(uint16_t)x[tg_demo_t0_feature[n]] <= tg_demo_t0_threshold[n]) ? tg_demo_t0_left[n] : tg_demo_t0_right[n];
     } while (n >= 0);
     return (int)(-n - 1);
 }
@@ -235,7 +350,7 @@ static int tg_demo_tree2(const int16_t *x)
 
 int tg_demo_predict_q15(const int16_t *x)
 {
-    unsigned int votes[TG_DEMO_N_CLASSES] = {0};
+    uint16_t votes[TG_DEMO_N_CLASSES] = {0};
     int c, best = 0;
 
     votes[tg_demo_tree0(x)]++;

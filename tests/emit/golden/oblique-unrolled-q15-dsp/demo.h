@@ -13,9 +13,10 @@
  * Scaling and overflow behaviour
  *   Inputs x[i] are Q15 (1.15 format, int16_t, valid range 0..32767): x = round(x_norm * 32768),
  *   x_norm the model's normalised feature in [0, 1). No float is used on this path.
- *   Axis tests: (uint16_t)x[f] <= T with T in -1..32767 (-1: no input goes left); no arithmetic,
- *   cannot overflow. The unsigned view orders valid inputs as int16_t does and needs the shortest
- *   load; a negative (invalid) input compares as a value above 32767.
+ *   Axis tests: (uint16_t)x[f] <= T with T in -1..32767 (-1: no input goes left), compared as
+ *   int32_t where T is a table entry (exact with a 16-bit int too); no arithmetic, cannot overflow.
+ *   The unsigned view orders valid inputs as int16_t does and needs the shortest load; a negative
+ *   (invalid) input compares as a value above 32767.
  *   Oblique tests: acc = sum_i w[i] * x[i] <= T. Weights w are int16_t (the float weights times
  *   2^s, s chosen per node so that max |w| <= 32767); T is in units of 2^-(s+15). Every product
  *   fits in 31 bits; |acc| <= sum_i |w[i]| * 32767 (the bound above, for every partial sum too),
@@ -24,10 +25,11 @@
  *   Variant dsp: pairs of adjacent terms use the dual 16-bit MAC (SMLAD for int32_t, SMLALD for
  *   int64_t accumulators) on cores with __ARM_FEATURE_DSP, elsewhere a portable emulation with the
  *   same (wrap-around) semantics; the bound above means no wrap ever happens: bit-exact with scalar.
- *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768) in
- *   IEEE double, saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling
- *   method "q15". The same operations in the same order as the Python model: the
- *   same Q15 value for every float32 input.
+ *   Raw inputs: tg_demo_scale_q15 computes q = rint(((x_raw - offset) * scale) * 32768),
+ *   saturated to 0..32767 (NaN -> 0), only for the features the trees test; scaling method
+ *   "q15". The operations and roundings of the Python model (IEEE binary64) are
+ *   carried out on integers: the same Q15 value for every float32 input, on every target (no
+ *   floating-point arithmetic: 16-bit int, 32-bit double and cores without an FPU included).
  *   tg_demo_predict (raw float32 in) = tg_demo_scale_q15, then tg_demo_predict_q15.
  *   Input contract integer: a non-integer input is rounded to the nearest integer (half to even)
  *   by this scaling.
@@ -64,13 +66,14 @@ extern const char *const tg_demo_class_labels[TG_DEMO_N_CLASSES];
 int tg_demo_predict_q15(const int16_t *x);
 
 /* Raw-input entry point (input contract: integer): the class tg_demo_predict_q15 gives for
- * the Q15 values of the Python model's input scaling, for every float32 input (exact IEEE double scaling, see
- * tg_demo_scale_q15). */
+ * the Q15 values of the Python model's input scaling, for every float32 input (the exact Q15 scaling of
+ * tg_demo_scale_q15; no floating-point arithmetic). */
 int tg_demo_predict(const float *x_raw);
 
 /* The model's input scaling: TG_DEMO_N_FEATURES raw float inputs -> the Q15 values the Python model
- * computes (InputScaling.to_q15), exactly, for every float32 input (IEEE double arithmetic; features
- * no test reads are set to 0). */
+ * computes (InputScaling.to_q15), exactly, for every float32 input (its binary64 roundings carried
+ * out on integers: no floating-point arithmetic, any int or double width; features no test reads are
+ * set to 0). */
 void tg_demo_scale_q15(const float *x_raw, int16_t *q);
 
 #ifdef __cplusplus
