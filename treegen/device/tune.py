@@ -50,15 +50,11 @@ def _fit_full(method: _cmp.Method, data: _cmp.CompareData, seed: int) -> Model:
     return est.model_
 
 
-def _kib(n: float) -> str:
-    return f"{n / 1024:.1f} KiB"
-
-
 def nothing_fits_message(points: Sequence[dict], budget: dict) -> str:
     """One line saying what the smallest (fastest) measured model needs against the budget."""
     if not points:
         return "no candidate model could be measured on the target"
-    show = {"max_flash": ("flash_bytes", "flash", _kib), "max_ram": ("ram_bytes", "RAM", _kib),
+    show = {"max_flash": ("flash_bytes", "flash", bytes_text), "max_ram": ("ram_bytes", "RAM", bytes_text),
             "max_latency_us": ("latency_us", "latency", lambda v: f"{v:.2f} µs"),
             "max_instructions": ("instructions", "instructions", lambda v: f"{v:.0f} instructions")}
     alone = []
