@@ -50,7 +50,7 @@ def register(sub) -> None:
                    help="time budget per inference in µs (instructions / the target's clock)")
     g.add_argument("--max-instructions", type=int_at_least(1, "an integer"), metavar="N",
                    help="instructions per inference on the emulated core")
-    p.add_argument("--algos", metavar="A,B,...", help="algorithms to search (default cart,efti,id3,de-pdt,gp,rf)")
+    p.add_argument("--algos", metavar="A,B,...", help="algorithms to search (default cart,efti,id3,de-pdt,rf; gp when named)")
     p.add_argument("--candidates", type=int_range(1, 200), default=6, metavar="N",
                    help="settings per algorithm: its defaults + N-1 sampled (default 6)")
     p.add_argument("--budget-minutes", type=positive_float, metavar="M",
