@@ -19,8 +19,14 @@ STABLE = ("name", "layout", "variant", "accuracy", "n_folds", "leaves", "flash_b
 
 
 def _stable(result):
-    return ([{k: p[k] for k in STABLE} for p in result["points"]], result["search"]["rungs"],
-            [{k: result["points"][i][k] for k in STABLE} for i in result["front"]])
+    """Everything but the host's timings. The front is the pure function of the points (checked here);
+    on native it also weighs wall-clock nanoseconds, so equal fronts are asserted where time is counted
+    in instructions (test_emulated_costs_are_repeatable: the same model, the same figures)."""
+    from treegen.learn.tune import pareto_front
+
+    assert result["front"] == pareto_front(result["points"], (("accuracy", 1), ("flash_bytes", -1),
+                                                               ("latency_us", -1)))
+    return [{k: p[k] for k in STABLE} for p in result["points"]], result["search"]["rungs"]
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +114,71 @@ def test_bad_input_is_one_line(capsys, tmp_path, argv, match):
     assert code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
 
 
+def test_emulated_costs_are_repeatable(irs, tmp_path):
+    """Two measurements of one model on qemu-m4 with separate caches and build folders: the same flash,
+    RAM and instructions (QEMU's -icount), so the same points give the same front for a seed."""
+    from treegen.learn.estimators import make_estimator
+
+    model = make_estimator("cart", max_depth=3, random_state=0).fit(*irs).model_
+    got = []
+    for i in range(2):
+        meter = tune_cost.CostMeter("qemu-m4", work_dir=tmp_path / f"w{i}")
+        got.append(meter(model, irs[0], "table", "dsp"))
+        assert meter.measured == 2            # the model and the one-leaf baseline
+    assert got[0] == got[1] and got[0]["instructions"] > 0 and 0 < got[0]["flash_bytes"] < 200
+    assert got[0]["latency_us"] == pytest.approx(got[0]["instructions"] / 25.0)     # 25 MHz
+
+
 def test_latency_conversion_and_size_parsing():
     from treegen.cli.tune import size_bytes
     assert tune_cost.latency_us(50, "instructions", 25_000_000) == pytest.approx(2.0)
     assert tune_cost.latency_us(1500, "nanoseconds", 1) == pytest.approx(1.5)
     assert [size_bytes(t) for t in ("1KiB", "1.5 KiB", "8K", "2048", "1MiB")] == [1024, 1536, 8192, 2048, 1 << 20]
+
+
+def test_ctrl_c_is_clean_and_the_rerun_resumes_to_the_same_front(irs, first, tmp_path):
+    """SIGINT to the process group (Ctrl-C in a terminal) once tasks are finishing: exit 130, one line
+    naming what was kept, no process left; the same command then resumes to the uninterrupted front."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from treegen.cli import main; sys.exit(main(sys.argv[1:]))")
+    results = tmp_path / "i.tasks.jsonl"
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--workers", "1", "--results", results, "-o", tmp_path / "best.json", "-q"]
+    run = subprocess.Popen([sys.executable, "-c", code, *map(str, argv)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while run.poll() is None and time.monotonic() < deadline:
+            if results.exists() and results.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.02)
+        assert run.poll() is None, "finished before it could be interrupted"
+        os.killpg(run.pid, signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == 130, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("treegen: interrupted: ") and "resumes" in lines[0], err
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(run.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("processes of the interrupted run are still alive")
+    resumed = tune(*irs, "native", seed=5, results=results, costs=tmp_path / "i.costs.jsonl", confirm=False, **ARGS)
+    assert _stable(resumed) == _stable(first[1])
