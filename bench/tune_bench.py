@@ -123,6 +123,7 @@ def main() -> int:
             da = None if d["best"] is None else d["best"]["accuracy"]
             row["verdict"] = ("no model fits" if chosen is None and da is None else
                               "tune finds none, a default fits (FAIL)" if chosen is None else
+                              "HIL confirmation failed (FAIL)" if not r["confirmation"]["ok"] else
                               "ok" if da is None or chosen["accuracy"] >= da - 1e-12 else "below the default (FAIL)")
             rows.append(row)
             print(json.dumps({k: row[k] for k in ("dataset", "target", "message", "verdict", "seconds")}), flush=True)
@@ -149,7 +150,8 @@ def main() -> int:
         else:
             tune_cells = [f"{c['name']} {c['layout']}/{c['variant']}", f"{100 * c['accuracy']:.2f}",
                           f"{c['flash_bytes']} B", f"{c['instructions']:.1f}", f"{c['latency_us']:.2f}",
-                          (f"{'PASS' if conf['ok'] else 'FAIL'}: {conf['rows']} rows, {conf['mismatches']} mismatches, "
+                          (f"FAIL: {conf['error']}" if conf.get("error") else
+                           f"{'PASS' if conf['ok'] else 'FAIL'}: {conf['rows']} rows, {conf['mismatches']} mismatches, "
                            f"{conf['flash_bytes']} B, {conf['insn_per_inference']:g} insn")]
         d_cells = (["none fits", "", "", ""] if d is None else
                    [f"{d['name']} {d['layout']}/{d['variant']}", f"{100 * d['accuracy']:.2f}", f"{d['flash_bytes']} B",

@@ -207,6 +207,9 @@ def cmd_tune(args) -> int:
         export_model(model, args.export, target=result["target"], layout=chosen["layout"], dtype="q15",
                      variant=chosen["variant"], data=(ds.X, ds.labels), force=True)
     print(f"best: {result['message']}", file=out)
+    if c is not None and c.get("error"):
+        print(f"HIL on {result['target']}: FAIL: {c['error']}", file=out)
+        return 1
     if c is not None:
         unit = "instructions" if c["instructions"] is not None else c["counter_unit"]
         print(f"HIL on {result['target']}: {'PASS' if c['ok'] else 'FAIL'}: {c['rows']} rows, {c['mismatches']} "

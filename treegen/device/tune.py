@@ -41,6 +41,8 @@ from treegen.learn import compare as _cmp
 from treegen.learn import tune as _search
 
 LAYOUTS = ("table", "unrolled")
+#: seconds per request of the confirming run (every row: slow UARTs such as the nRF51's, busy machines)
+CONFIRM_TIMEOUT = 60.0
 BUDGET_KEYS = ("max_flash", "max_ram", "max_latency_us", "max_instructions")
 
 
@@ -207,13 +209,19 @@ def confirm_on_device(chosen: dict, data: _cmp.CompareData, tgt, budget: dict, *
     image: minus the one-leaf firmware's, as in :mod:`treegen.device.tune_cost`)."""
     import tempfile
 
-    from treegen.device.hil import run_hil
+    from treegen.device.hil import HilError, run_hil
 
     model = chosen["model"]
     with tempfile.TemporaryDirectory(prefix="treegen-tune-confirm-") as tmp:
         where = tmp if work_dir is None else work_dir
-        report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
-                         layout=chosen["layout"], variant=chosen["variant"])
+        try:
+            report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
+                             layout=chosen["layout"], variant=chosen["variant"], timeout=CONFIRM_TIMEOUT)
+        except HilError as exc:
+            return {"ok": False, "hil_ok": False, "error": str(exc), "over_budget": [], "rows": len(data.y),
+                    "mismatches": None, "device_accuracy": None, "image_flash_bytes": None, "image_ram_bytes": None,
+                    "insn_per_inference": None, "counter_unit": None, "flash_bytes": None, "ram_bytes": None,
+                    "instructions": None, "latency_us": None}
         base = None
         if report.get("flash_bytes") is not None:
             rows = data.X[spread_rows(data.X.shape[0], 4)]
