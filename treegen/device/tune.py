@@ -215,8 +215,14 @@ def confirm_on_device(chosen: dict, data: _cmp.CompareData, tgt, budget: dict, *
     with tempfile.TemporaryDirectory(prefix="treegen-tune-confirm-") as tmp:
         where = tmp if work_dir is None else work_dir
         try:
-            report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
-                             layout=chosen["layout"], variant=chosen["variant"], timeout=CONFIRM_TIMEOUT)
+            try:
+                report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
+                                 layout=chosen["layout"], variant=chosen["variant"], timeout=CONFIRM_TIMEOUT)
+            except HilError as exc:      # once more after no answer (an emulator starved of CPU), as the costs
+                if "no response" not in str(exc):
+                    raise
+                report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
+                                 layout=chosen["layout"], variant=chosen["variant"], timeout=CONFIRM_TIMEOUT)
         except HilError as exc:
             return {"ok": False, "hil_ok": False, "error": str(exc), "over_budget": [], "rows": len(data.y),
                     "mismatches": None, "device_accuracy": None, "image_flash_bytes": None, "image_ram_bytes": None,
