@@ -137,8 +137,12 @@ def test_latency_conversion_and_size_parsing():
 
 
 def test_ctrl_c_is_clean_and_the_rerun_resumes_to_the_same_front(irs, first, tmp_path):
-    """SIGINT to the process group (Ctrl-C in a terminal) once tasks are finishing: exit 130, one line
-    naming what was kept, no process left; the same command then resumes to the uninterrupted front."""
+    """SIGINT to the process group (Ctrl-C in a terminal) once the costs are being measured (HIL runs of
+    the native harness, a child process in the group): exit 130, one line naming what was kept, no
+    process left; the same command then resumes to the uninterrupted points. (Ctrl-C during the CV
+    tasks is compare's machinery, tested in tests/cli/test_compare_cli.py; here the rung's millisecond
+    tasks end while Dask futures are being released, and a KeyboardInterrupt that lands in a
+    finalizer is swallowed by Python.)"""
     import os
     import signal
     import subprocess
@@ -158,7 +162,8 @@ def test_ctrl_c_is_clean_and_the_rerun_resumes_to_the_same_front(irs, first, tmp
     try:
         deadline = time.monotonic() + 120
         while run.poll() is None and time.monotonic() < deadline:
-            if results.exists() and results.read_text().count("\n") >= 1:
+            costs = tmp_path / "i.costs.jsonl"
+            if costs.exists() and costs.read_text().count("\n") >= 1:
                 break
             time.sleep(0.02)
         assert run.poll() is None, "finished before it could be interrupted"
