@@ -16,8 +16,13 @@ def plot_tune(result: dict, path) -> Path:
     chosen = result.get("chosen")
     budget = result["budget"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    panels = (("flash_bytes", "flash of the model (bytes, linked)", "max_flash"),
-              ("latency_us", f"latency per inference (µs at {result['clock_hz'] / 1e6:g} MHz)", "max_latency_us"))
+    clock = result.get("clock_hz")
+    host = result["target"] == "native"
+    panels = (("flash_bytes", "flash of the model (bytes" + (", compiled object)" if host else ", linked image)"),
+               "max_flash"),
+              ("latency_us", "latency per inference (µs, " + ("host wall clock)" if host or not clock else
+                                                             f"instructions at {clock / 1e6:g} MHz)"),
+               "max_latency_us"))
     for ax, (field, label, limit) in zip(axes, panels):
         xs = [p[field] for p in points]
         ys = [100 * p["accuracy"] for p in points]
