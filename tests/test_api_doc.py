@@ -73,3 +73,4 @@ def test_the_documented_examples_run(tmp_path, monkeypatch):
     assert ns["hil"]["ok"] and ns["hil"]["accuracy"] == ns["report"]["accuracy"]
     assert ns["firmware"].elf.is_file() and ns["firmware"].flash_bytes > 0
     assert "qemu-m4 emulated" in text and "speed" in text
+    assert ns["best"]["flash_bytes"] <= 2048 and ns["tuned"]["confirmation"]["ok"] and ns["tuned"]["front"]

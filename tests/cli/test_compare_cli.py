@@ -136,6 +136,24 @@ def test_compare_on_a_cluster_equals_local_and_survives_a_killed_worker(cluster,
     assert "wall time" not in again.stdout and c["cluster"].startswith("no cluster")
 
 
+def test_tune_on_the_cluster_equals_local(cluster, tmp_path):
+    """treegen tune's CV tasks on the running scheduler (compare's machinery): the same search and the
+    same measured points as on a local cluster (native costs: all but the host's nanoseconds)."""
+    address, _ = cluster
+    base = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "2", "-q"]
+    runs = {}
+    for name, where in (("local", ["--workers", 1]), ("remote", ["--scheduler", address])):
+        done = treegen(*base, *where, "-o", tmp_path / f"{name}.json", "--json", tmp_path / f"{name}.tune.json")
+        assert done.returncode == 0, done.stderr
+        runs[name] = json.loads((tmp_path / f"{name}.tune.json").read_text())
+    keep = ("name", "layout", "variant", "accuracy", "n_folds", "leaves", "flash_bytes", "ram_bytes", "model_hash")
+    a, b = runs["local"], runs["remote"]
+    assert a["search"]["rungs"] == b["search"]["rungs"]
+    assert [{k: p[k] for k in keep} for p in a["points"]] == [{k: p[k] for k in keep} for p in b["points"]]
+    assert a["chosen"]["name"] == b["chosen"]["name"] and b["confirmation"]["ok"]
+
+
 def test_cv_on_the_cluster_equals_local(cluster, tmp_path):
     from treegen.core.data import load_csv
     from treegen.learn.cv import cross_validate

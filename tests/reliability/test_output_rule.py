@@ -42,6 +42,8 @@ BASE = {
     "flash": {"model": "in:model", "target": "qemu-m4", "output": "out:fw"},
     "hil": {"model": "in:model", "target": "native", "data": "in:data", "output": "out:hil", "quiet": True},
     "plot": {"kind": "tree", "inputs": ["in:model"], "output": "out:t.svg"},
+    "tune": {"data": "in:dataset", "target": "native", "algos": "cart", "candidates": "1", "workers": "1",
+             "output": "out:best.json", "quiet": True},
 }
 
 #: free-text arguments that name no file this command reads or writes
@@ -222,6 +224,8 @@ def test_dash_is_standard_output_for_text_and_refused_for_the_rest(files, tmp_pa
     values = _resolve(dict(BASE[command]), files, tmp_path, tmp_path / "in")
     if command == "compare":           # the finished tasks of the base comparison: no cluster is started
         values["results"] = _compare_results(files, tmp_path)
+    if command == "tune" and out_dest != "results":     # the same for tune's search (its costs: native HIL)
+        values["results"] = _tune_results(files, tmp_path)
     values[out_dest] = "-"
     before = _snapshot(tmp_path)
     code, out, err = run_cli(capsys, _argv(command, values))
@@ -250,6 +254,23 @@ def _compare_results(files, tmp_path):
         _RESULTS["lines"] = "".join(json.dumps(C.run_task(t, data)) + "\n" for t in tasks)
     path = tmp_path / "done.tasks.jsonl"
     path.write_text(_RESULTS["lines"])
+    return path
+
+
+def _tune_results(files, tmp_path):
+    """The finished CV tasks of BASE['tune'] (its one candidate, every rung), computed in this process."""
+    from treegen.core.data import load_csv
+    from treegen.learn import compare as C
+    from treegen.learn import tune as T
+
+    if "tune" not in _RESULTS:
+        ds = load_csv(files["dataset"])
+        data = C.CompareData("d", ds.X, ds.labels)
+        methods = T.sample_methods(["cart"], 1, 0)
+        tasks = {t.key: t for r in range(len(T.RUNGS)) for t in T.rung_tasks(data, methods, r, 0)}
+        _RESULTS["tune"] = "".join(json.dumps(C.run_task(t, data)) + "\n" for t in tasks.values())
+    path = tmp_path / "done-tune.tasks.jsonl"
+    path.write_text(_RESULTS["tune"])
     return path
 
 

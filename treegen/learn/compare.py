@@ -37,6 +37,7 @@ import math
 import os
 import re
 import time
+import uuid
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
@@ -367,7 +368,9 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
         raise TreegenError(f"no data for dataset {missing[0]!r}")
     # each dataset as a task that returns it: the scheduler keeps it in the graph, so a copy lost with a
     # worker is recomputed (scattered data would be lost for good), and a copy is placed on every worker
-    future_of = {n: client.submit(_dataset, by_name[n], key=f"treegen-data-{by_name[n].digest}", pure=False)
+    # (a fresh key per call: the copy of an earlier call on the same client is being cancelled)
+    call = uuid.uuid4().hex[:12]
+    future_of = {n: client.submit(_dataset, by_name[n], key=f"treegen-data-{by_name[n].digest}-{call}", pure=False)
                  for n in needed}
     client.replicate(list(future_of.values()))
     futures = [client.submit(run_task, t, future_of[t.dataset], measure, key=f"treegen-task-{t.key}", pure=False,

@@ -1,0 +1,189 @@
+"""``treegen tune`` end to end on the native harness (costs measured by HIL runs of the host build; the
+CV tasks on a local Dask cluster of one worker): same seed, same front; the budget is respected;
+nothing fits -> one line and exit 2; a rerun starts no cluster and no HIL run (results + cost cache)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import DATASETS, run_cli
+from treegen.core.data import load_csv
+from treegen.device import tune_cost
+from treegen.device.tune import tune
+
+ARGS = dict(algos=["cart", "id3"], per_algo=3, workers=1)
+#: what the front and its points are, minus the host's wall-clock nanoseconds (not a repeatable figure)
+STABLE = ("name", "layout", "variant", "accuracy", "n_folds", "leaves", "flash_bytes", "ram_bytes", "model_hash")
+
+
+def _stable(result):
+    """Everything but the host's timings. The front is the pure function of the points (checked here);
+    on native it also weighs wall-clock nanoseconds, so equal fronts are asserted where time is counted
+    in instructions (test_emulated_costs_are_repeatable: the same model, the same figures)."""
+    from treegen.learn.tune import pareto_front
+
+    assert result["front"] == pareto_front(result["points"], (("accuracy", 1), ("flash_bytes", -1),
+                                                               ("latency_us", -1)))
+    return [{k: p[k] for k in STABLE} for p in result["points"]], result["search"]["rungs"]
+
+
+@pytest.fixture(scope="module")
+def irs():
+    ds = load_csv(DATASETS / "irs.csv.gz")
+    return ds.X, ds.labels
+
+
+@pytest.fixture(scope="module")
+def first(irs, tmp_path_factory):
+    d = tmp_path_factory.mktemp("tune")
+    res = tune(*irs, "native", seed=5, results=d / "r.tasks.jsonl", costs=d / "r.costs.jsonl", **ARGS)
+    return d, res
+
+
+def test_same_seed_same_front(irs, first, tmp_path):
+    _, a = first
+    b = tune(*irs, "native", seed=5, results=tmp_path / "b.jsonl", costs=tmp_path / "c.jsonl", confirm=False, **ARGS)
+    assert _stable(a) == _stable(b)
+    assert b["hil_runs"] == len(b["points"])          # fresh cache: every point measured once (host: no baseline)
+    assert a["front"] and all(a["points"][i]["flash_bytes"] > 0 for i in a["front"])
+
+
+def test_a_rerun_uses_the_results_and_the_cost_cache(irs, first, monkeypatch):
+    d, a = first
+
+    def no_cluster(*args, **kw):
+        raise AssertionError("a cluster was started")
+    monkeypatch.setattr("treegen.learn.compare.dask_client", no_cluster)
+    b = tune(*irs, "native", seed=5, results=d / "r.tasks.jsonl", costs=d / "r.costs.jsonl", confirm=False, **ARGS)
+    assert b["hil_runs"] == 0 and _stable(a) == _stable(b)
+
+
+def test_the_budget_is_respected(irs, first):
+    d, a = first
+    flashes = sorted({p["flash_bytes"] for p in a["points"]})
+    limit = flashes[len(flashes) // 2]
+    r = tune(*irs, "native", seed=5, results=d / "r.tasks.jsonl", costs=d / "r.costs.jsonl", max_flash=limit,
+             max_ram=1024, **ARGS)
+    c = r["chosen"]
+    assert c["flash_bytes"] <= limit and c["fits"]
+    fitting = [p for p in r["points"] if p["flash_bytes"] <= limit]
+    assert c["accuracy"] == max(p["accuracy"] for p in fitting)
+    assert all(p["fits"] == (p["flash_bytes"] <= limit and p["ram_bytes"] <= 1024) for p in r["points"])
+    conf = r["confirmation"]
+    assert conf["ok"] and conf["mismatches"] == 0 and conf["rows"] == 150 and conf["flash_bytes"] <= limit
+
+
+def test_nothing_fits_is_one_line_and_exit_2(first, capsys, tmp_path):
+    d, a = first
+    smallest = min(p["flash_bytes"] for p in a["points"])
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--workers", "1", "--results", d / "r.tasks.jsonl", "--max-flash", "100",
+            "-o", tmp_path / "best.json", "--json", tmp_path / "t.json", "-q"]
+    code, out, err = run_cli(capsys, [str(x) for x in argv])
+    assert code == 2 and err.strip().splitlines() == [
+        f"treegen: error: the smallest model needs {smallest} B of flash, budget 100 B"]
+    assert not (tmp_path / "best.json").exists()
+    assert json.loads((tmp_path / "t.json").read_text())["chosen"] is None     # the front is still written
+    assert "CV acc %" in out
+
+
+def test_the_cli_saves_and_exports_the_chosen_model(first, capsys, tmp_path):
+    d, a = first
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--results", d / "r.tasks.jsonl", "--max-flash", "1KiB", "-o", tmp_path / "best.json",
+            "--export", tmp_path / "lib", "-q"]
+    code, out, err = run_cli(capsys, [str(x) for x in argv])
+    assert code == 0, err
+    saved = json.loads((tmp_path / "best.json").read_text())
+    assert saved["metadata"]["tune"]["target"] == "native"
+    assert (tmp_path / "lib").is_dir() and any(p.suffix == ".c" for p in (tmp_path / "lib").iterdir())
+    assert "best: " in out and "HIL on native: PASS" in out
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--max-flash", "1 parsec"], "a size expected"),
+    (["--max-latency-us", "1", "--max-instructions", "5"], "not allowed with argument"),
+    (["--max-instructions", "50"], "native times inferences in nanoseconds"),
+    (["--target", "nucleo_f446re"], "emulated target or native"),
+])
+def test_bad_input_is_one_line(capsys, tmp_path, argv, match):
+    base = ["tune", str(DATASETS / "irs.csv.gz"), "--target", "native", "-o", str(tmp_path / "b.json"), "-q"]
+    code, out, err = run_cli(capsys, base + argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
+
+
+def test_emulated_costs_are_repeatable(irs, tmp_path):
+    """Two measurements of one model on qemu-m4 with separate caches and build folders: the same flash,
+    RAM and instructions (QEMU's -icount), so the same points give the same front for a seed."""
+    from treegen.learn.estimators import make_estimator
+
+    model = make_estimator("cart", max_depth=3, random_state=0).fit(*irs).model_
+    got = []
+    for i in range(2):
+        meter = tune_cost.CostMeter("qemu-m4", work_dir=tmp_path / f"w{i}")
+        got.append(meter(model, irs[0], "table", "dsp"))
+        assert meter.measured == 2            # the model and the one-leaf baseline
+    assert got[0] == got[1] and got[0]["instructions"] > 0 and 0 < got[0]["flash_bytes"] < 200
+    assert got[0]["latency_us"] == pytest.approx(got[0]["instructions"] / 25.0)     # 25 MHz
+
+
+def test_latency_conversion_and_size_parsing():
+    from treegen.cli.tune import size_bytes
+    assert tune_cost.latency_us(50, "instructions", 25_000_000) == pytest.approx(2.0)
+    assert tune_cost.latency_us(1500, "nanoseconds", 1) == pytest.approx(1.5)
+    assert [size_bytes(t) for t in ("1KiB", "1.5 KiB", "8K", "2048", "1MiB")] == [1024, 1536, 8192, 2048, 1 << 20]
+
+
+def test_ctrl_c_is_clean_and_the_rerun_resumes_to_the_same_front(irs, first, tmp_path):
+    """SIGINT to the process group (Ctrl-C in a terminal) once the costs are being measured (HIL runs of
+    the native harness, a child process in the group): exit 130, one line naming what was kept, no
+    process left; the same command then resumes to the uninterrupted points. (Ctrl-C during the CV
+    tasks is compare's machinery, tested in tests/cli/test_compare_cli.py; here the rung's millisecond
+    tasks end while Dask futures are being released, and a KeyboardInterrupt that lands in a
+    finalizer is swallowed by Python.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from treegen.cli import main; sys.exit(main(sys.argv[1:]))")
+    results = tmp_path / "i.tasks.jsonl"
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--workers", "1", "--results", results, "-o", tmp_path / "best.json", "-q"]
+    run = subprocess.Popen([sys.executable, "-c", code, *map(str, argv)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while run.poll() is None and time.monotonic() < deadline:
+            costs = tmp_path / "i.costs.jsonl"
+            if costs.exists() and costs.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.02)
+        assert run.poll() is None, "finished before it could be interrupted"
+        os.killpg(run.pid, signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == 130, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("treegen: interrupted: ") and "resumes" in lines[0], err
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(run.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("processes of the interrupted run are still alive")
+    resumed = tune(*irs, "native", seed=5, results=results, costs=tmp_path / "i.costs.jsonl", confirm=False, **ARGS)
+    assert _stable(resumed) == _stable(first[1])
