@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,35 +66,35 @@ def cluster(tmp_path_factory):
     workers = {}
     try:
         for name in ("w1", "w2"):
-            workers[name] = subprocess.Popen(
-                [sys.executable, "-m", "dask", "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
-                 "--no-nanny", "--no-dashboard", "--name", name, "--death-timeout", "60"],
-                env=ENV, stdout=subprocess.DEVNULL, stderr=open(log / f"{name}.log", "w"), start_new_session=True)
-            procs.append(workers[name])
+            workers[name] = start_worker(address, name, log / f"{name}.log")
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(2, timeout=60)
         yield address, workers
     finally:
-        for p in reversed(procs):
+        for p in [*workers.values(), *procs]:      # a killed worker's replacement too
             stop(p)
 
 
-def test_compare_on_a_cluster_equals_local_and_survives_a_killed_worker(cluster, tmp_path):
+def start_worker(address: str, name: str, log: Path) -> subprocess.Popen:
+    """A single-threaded `dask worker` process named ``name`` for the scheduler at ``address``."""
+    return subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
+                             "--no-nanny", "--no-dashboard", "--name", name, "--death-timeout", "60"],
+                            env=ENV, stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
+
+
+def run_killing_a_worker(cluster, args: list, results: Path, log: Path) -> tuple[subprocess.Popen, str, str, str | None]:
+    """Run ``treegen *args`` on the cluster and SIGKILL one of its two workers while both hold treegen
+    tasks and at least 2 tasks are in the results file; then start a fresh worker of the same name (its
+    log ``log``) so that the next test has two again. Returns (process, stdout, stderr, killed name);
+    the killed name is None when the run ended before a worker could be killed mid-task."""
     from distributed import Client
 
     address, workers = cluster
-    local = treegen(*compare_args(tmp_path, "local"), "--workers", 2)
-    assert local.returncode == 0, local.stderr
-    assert "**p = " in local.stdout and "average rank" in local.stdout
-
-    args = compare_args(tmp_path, "remote") + ["--scheduler", address]
     run = subprocess.Popen([sys.executable, "-m", "treegen", *map(str, args)], env=ENV, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     killed = None
     try:
-        results = tmp_path / "remote.tasks.jsonl"
         with Client(address, timeout="30s") as client:
-            names = {}
             deadline = time.monotonic() + 120
             while killed is None and time.monotonic() < deadline and run.poll() is None:
                 names = {a: w["name"] for a, w in client.scheduler_info()["workers"].items()}
@@ -101,15 +102,33 @@ def test_compare_on_a_cluster_equals_local_and_survives_a_killed_worker(cluster,
                         if any(str(k).startswith("treegen-task-") for k in keys)}
                 done = len(results.read_text().splitlines()) if results.exists() else 0
                 if done >= 2 and len(busy) == 2:   # both working, some tasks finished: kill one mid-task
-                    victim = next(iter(busy))
-                    killed = names[victim]
+                    killed = names[next(iter(busy))]
                     workers[killed].kill()
                     workers[killed].wait(timeout=10)
                     break
                 time.sleep(0.02)
-        out, err = run.communicate(timeout=300)
+            out, err = run.communicate(timeout=300)
+            if killed is not None:
+                deadline = time.monotonic() + 30   # the scheduler forgets the dead worker's name first
+                while killed in {w["name"] for w in client.scheduler_info()["workers"].values()} \
+                        and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                workers[killed] = start_worker(address, killed, log)
+                client.wait_for_workers(2, timeout=60)
     finally:
         stop(run)
+    return run, out, err, killed
+
+
+def test_compare_on_a_cluster_equals_local_and_survives_a_killed_worker(cluster, tmp_path):
+    address, _ = cluster
+    local = treegen(*compare_args(tmp_path, "local"), "--workers", 2)
+    assert local.returncode == 0, local.stderr
+    assert "**p = " in local.stdout and "average rank" in local.stdout
+
+    args = compare_args(tmp_path, "remote") + ["--scheduler", address]
+    run, out, err, killed = run_killing_a_worker(cluster, args, tmp_path / "remote.tasks.jsonl",
+                                                 tmp_path / "worker.log")
     assert killed is not None, "the run ended before a worker could be killed mid-task"
     assert run.returncode == 0, err
     a = json.loads((tmp_path / "local.json").read_text())
@@ -152,6 +171,37 @@ def test_tune_on_the_cluster_equals_local(cluster, tmp_path):
     assert a["search"]["rungs"] == b["search"]["rungs"]
     assert [{k: p[k] for k in keep} for p in a["points"]] == [{k: p[k] for k in keep} for p in b["points"]]
     assert a["chosen"]["name"] == b["chosen"]["name"] and b["confirmation"]["ok"]
+
+
+def test_tune_on_a_cluster_survives_a_killed_worker(cluster, tmp_path):
+    """A worker SIGKILLed while tune's CV tasks run changes nothing: the same rungs, points, front and
+    chosen model (file, but for its training time) as the local run. GP (~0.5 s a task on irs) keeps tasks running
+    long enough to kill one. The remote run is given a copy of the local run's cost cache (the host's
+    nanoseconds differ from run to run): the CV tasks and the finalists' fits are redone on the cluster,
+    and a cost is a cache hit only for the same model hash (no cost measured again = the same models)."""
+    address, _ = cluster
+    base = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,gp", "--candidates", 1,
+            "--seed", 5, "-q"]
+    out = {name: (tmp_path / f"{name}.json", tmp_path / f"{name}.tune.json") for name in ("local", "remote")}
+    local = treegen(*base, "--workers", 2, "-o", out["local"][0], "--json", out["local"][1])
+    assert local.returncode == 0, local.stderr
+    shutil.copy(tmp_path / "local.costs.jsonl", tmp_path / "remote.costs.jsonl")
+    run, _, err, killed = run_killing_a_worker(
+        cluster, [*base, "--scheduler", address, "-o", out["remote"][0], "--json", out["remote"][1]],
+        tmp_path / "remote.tasks.jsonl", tmp_path / "worker.log")
+    assert killed is not None, "the run ended before a worker could be killed mid-task"
+    assert run.returncode == 0, err
+    a, b = (json.loads(out[name][1].read_text()) for name in ("local", "remote"))
+    assert b["search"] == a["search"] and len(b["search"]["rungs"]) == 3
+    assert b["points"] == a["points"] and b["front"] == a["front"] and b["chosen"] == a["chosen"]
+    assert b["hil_runs"] == 0 < a["hil_runs"]
+    models = [json.loads(out[name][0].read_text()) for name in ("local", "remote")]
+    for m in models:
+        m["metadata"].pop("elapsed_s", None)           # GP's training wall time
+    assert models[0] == models[1]
+    keys = [json.loads(line)["key"] for line in (tmp_path / "remote.tasks.jsonl").read_text().splitlines()]
+    # both candidates reach the last rung (2 x 5 folds), whose tasks include the earlier rungs'
+    assert len(keys) == len(set(keys)) == 2 * 2 * 5, "every task recorded exactly once"
 
 
 def test_cv_on_the_cluster_equals_local(cluster, tmp_path):
