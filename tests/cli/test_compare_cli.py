@@ -77,12 +77,13 @@ def cluster(tmp_path_factory):
 
 def start_worker(address: str, name: str, log: Path) -> subprocess.Popen:
     """A single-threaded `dask worker` process named ``name`` for the scheduler at ``address``."""
-    return subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
-                             "--no-nanny", "--no-dashboard", "--name", name, "--death-timeout", "60"],
+    return subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--host", "127.0.0.1", "--nthreads",
+                             "1", "--no-nanny", "--no-dashboard", "--name", name, "--death-timeout", "60"],
                             env=ENV, stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
 
 
-def run_killing_a_worker(cluster, args: list, results: Path, log: Path) -> tuple[subprocess.Popen, str, str, str | None]:
+def run_killing_a_worker(cluster, args: list, results: Path,
+                         log: Path) -> tuple[subprocess.Popen, str, str, str | None]:
     """Run ``treegen *args`` on the cluster and SIGKILL one of its two workers while both hold treegen
     tasks and at least 2 tasks are in the results file; then start a fresh worker of the same name (its
     log ``log``) so that the next test has two again. Returns (process, stdout, stderr, killed name);
