@@ -45,11 +45,14 @@ static volatile uint32_t tg_rx_head;        /* written by tg_rx_drain only (inte
 static volatile uint32_t tg_rx_tail;        /* written by tg_port_getc only */
 static volatile uint32_t tg_rx_throttled;   /* 1 while the ring is full and the RX interrupt off */
 
-/* Move received bytes into the ring (interrupts masked: in the handler or between cpsid/cpsie). */
+/* Move received bytes into the ring (interrupts masked: in the handler or between cpsid/cpsie).
+ * With the ring full it turns the RX interrupt off and sets tg_rx_throttled; it never turns the
+ * interrupt on (tg_port_getc does, once it made room). Turning it on here, before the room check,
+ * made a full ring a livelock: with a byte waiting, each INTENSET/RXNEIE write raised the level
+ * interrupt again, the NVIC latched it as pending while the handler was active, and the handler ran
+ * back to back forever (measured on qemu-microbit under CPU load: 11 of 60 runs hung). */
 static void tg_rx_drain(void)
 {
-    tg_uart_rx_irq(1u);
-    tg_rx_throttled = 0u;
     while (tg_uart_rx_pending()) {
         uint32_t head = tg_rx_head;
         if ((uint32_t)(head - tg_rx_tail) >= TG_RX_BUFFER_SIZE) {
@@ -88,7 +91,11 @@ int tg_port_getc(void)
             uint8_t c = tg_rx_buf[tail & (TG_RX_BUFFER_SIZE - 1u)];
             tg_rx_tail = tail + 1u;
             if (tg_rx_throttled != 0u) {
-                tg_rx_drain();                  /* room again: take the waiting byte, re-enable */
+                tg_rx_throttled = 0u;
+                tg_rx_drain();                  /* room again: take the waiting bytes */
+                if (tg_rx_throttled == 0u) {
+                    tg_uart_rx_irq(1u);         /* re-enable only if the ring did not fill again */
+                }
             }
             __asm volatile("cpsie i" ::: "memory");
             return (int)c;
