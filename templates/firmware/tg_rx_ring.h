@@ -37,6 +37,7 @@
 #define TG_UART_RX_HANDLER TG_PASTE3(IRQ, TG_UART_RX_IRQ, _Handler)
 
 #define TG_NVIC_ISER (*(volatile uint32_t *)(0xE000E100u + 4u * ((uint32_t)TG_UART_RX_IRQ / 32u)))
+#define TG_NVIC_ICER (*(volatile uint32_t *)(0xE000E180u + 4u * ((uint32_t)TG_UART_RX_IRQ / 32u)))
 #define TG_NVIC_ICPR (*(volatile uint32_t *)(0xE000E280u + 4u * ((uint32_t)TG_UART_RX_IRQ / 32u)))
 #define TG_NVIC_BIT (1u << ((uint32_t)TG_UART_RX_IRQ % 32u))
 
@@ -45,15 +46,22 @@ static volatile uint32_t tg_rx_head;        /* written by tg_rx_drain only (inte
 static volatile uint32_t tg_rx_tail;        /* written by tg_port_getc only */
 static volatile uint32_t tg_rx_throttled;   /* 1 while the ring is full and the RX interrupt off */
 
-/* Move received bytes into the ring (interrupts masked: in the handler or between cpsid/cpsie). */
+/* Move received bytes into the ring (interrupts masked: in the handler or between cpsid/cpsie).
+ * With the ring full it turns the RX interrupt off, at the UART and at the NVIC, and sets
+ * tg_rx_throttled; it never turns the interrupt on (tg_port_getc does, once it made room). Turning
+ * it on here, before the room check, made a full ring a livelock: with a byte waiting, each
+ * INTENSET/RXNEIE write raised the level interrupt again, the NVIC latched it as pending while the
+ * handler was active, and the handler ran back to back forever (measured on qemu-microbit under CPU
+ * load: 11 of 60 runs hung). The NVIC disable is needed too: with the UART-side disable alone the
+ * handler still re-entered on qemu-netduinoplus2 (QEMU 7.2's STM32F2 USART model kept its
+ * interrupt line raised after RXNEIE was cleared); the NVIC enable bit stops that on any model. */
 static void tg_rx_drain(void)
 {
-    tg_uart_rx_irq(1u);
-    tg_rx_throttled = 0u;
     while (tg_uart_rx_pending()) {
         uint32_t head = tg_rx_head;
         if ((uint32_t)(head - tg_rx_tail) >= TG_RX_BUFFER_SIZE) {
             tg_uart_rx_irq(0u);
+            TG_NVIC_ICER = TG_NVIC_BIT;
             tg_rx_throttled = 1u;
             return;
         }
@@ -88,7 +96,12 @@ int tg_port_getc(void)
             uint8_t c = tg_rx_buf[tail & (TG_RX_BUFFER_SIZE - 1u)];
             tg_rx_tail = tail + 1u;
             if (tg_rx_throttled != 0u) {
-                tg_rx_drain();                  /* room again: take the waiting byte, re-enable */
+                tg_rx_throttled = 0u;
+                tg_rx_drain();                  /* room again: take the waiting bytes */
+                if (tg_rx_throttled == 0u) {
+                    tg_uart_rx_irq(1u);         /* re-enable only if the ring did not fill again */
+                    TG_NVIC_ISER = TG_NVIC_BIT;
+                }
             }
             __asm volatile("cpsie i" ::: "memory");
             return (int)c;

@@ -134,6 +134,30 @@ def test_protocol_robustness(name, forest, built):
 
 
 @pytest.mark.parametrize("name", sorted(EMULATED))
+def test_a_full_rx_ring_does_not_livelock_the_uart_interrupt(name, forest, built):
+    """A long BENCH followed at once by a PING larger than the 256-byte RX ring: the ring fills
+    while the device computes (the throttle path of tg_rx_ring.h), and both answers must come.
+    Re-enabling the RX interrupt before the room check used to livelock the handler here."""
+    model, X = forest
+    with open_device(name, firmware=built[name], timeout=5, model=model) as dev:
+        client = dev.client
+        info = client.info()
+        row = np.asarray(model.scaling.to_q15(X[:1]), dtype="<i2")
+        echo = bytes(range(256)) * 3
+        echo = echo[:min(len(echo), info.max_payload)]
+        assert len(echo) > 256
+        client.port.write(encode_frame(MsgType.BENCH, 201, struct.pack("<H", 0xFFFF) + row.tobytes())
+                          + encode_frame(MsgType.PING, 202, echo))
+        parser, events = FrameParser(info.max_payload), []
+        deadline = time.monotonic() + 30.0
+        while len(events) < 2 and time.monotonic() < deadline:
+            events += parser.feed(client.port.read(parser.needed))
+        assert [(e.type, e.seq) for e in events] == [(MsgType.BENCH | 0x80, 201), (MsgType.PING | 0x80, 202)]
+        assert events[1].payload == echo
+        assert client.ping(b"after a full ring") == b"after a full ring"
+
+
+@pytest.mark.parametrize("name", sorted(EMULATED))
 def test_on_device_training_identical(name, tmp_path):
     """One training case per target: irs-like rows in flash, lean where RAM needs it, == the host."""
     from treegen.device.train_firmware import make_train_spec, params_from_model, training_rows
