@@ -84,6 +84,8 @@ def test_every_command_json_has_fractions(csv_file, tmp_path, capsys):
         "targets": ["targets"],
         "hil": ["hil", m, "--target", "native", "--data", d, "-o", tmp_path / "hil-native", "--bench-iters", "10"],
         "compare": ["compare", d, "--algos", "cart", "--folds", "3", "--workers", "1", "-q"],
+        "tune": ["tune", d, "--target", "native", "--algos", "cart", "--candidates", "1", "--workers", "1",
+                 "-o", tmp_path / "best.json", "-q"],
     }
     # every command that has --json is run here
     parser = build_parser()
@@ -114,6 +116,7 @@ def test_every_command_json_has_fractions(csv_file, tmp_path, capsys):
     assert ".records[0].accuracy" in keys["compare"] and ".summary.scores[0][0]" in keys["compare"]
     assert ".info.oob_score" in keys["fit rf"]
     assert keys["targets"] == set()
+    assert ".points[0].accuracy" in keys["tune"], sorted(keys["tune"])
 
     # plain words in the same runs: layout and variant as the user types them, no jargon
     out, doc = printed["hil"]
