@@ -38,13 +38,13 @@ from treegen.core import targets as _targets
 from treegen.core.codegen import c_identifier, c_string_body, comment_text, prepare_out_dir, render, write_generated
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model
+from treegen.core.native import STRICT_CFLAGS
 from treegen.core.resources import templates_dir
 from treegen.core.version import __version__
 from treegen.device import processes
 
 FIRMWARE_DIR = "firmware"
 PORTS_FILE = "ports.toml"
-STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic")
 SANITIZE_CFLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g", "-fno-omit-frame-pointer")
 NATIVE_EXECUTABLE = "tg_harness_native"
 HARNESS_FILES = ("tg_protocol.h", "tg_protocol.c", "tg_port.h", "tg_model_glue.h", "tg_harness.c")

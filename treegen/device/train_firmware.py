@@ -40,6 +40,7 @@ from treegen.core import targets as _targets
 from treegen.core.codegen import check_overwrite, comment_text, prepare_out_dir, render, write_generated
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
+from treegen.emit.options import resolve_variant
 from treegen.learn.engine import config_tables, max_coef_mutations, render_engine
 from treegen.learn.inducers.efti import MAX_COEF_MUTATIONS, EFTIParams
 
@@ -133,15 +134,7 @@ def _resolve_dsp(dsp, target: _targets.Target) -> str:
         dsp = "dsp" if dsp else "scalar"
     if dsp not in ("auto", "scalar", "dsp", "mve"):
         raise TreegenError(f"unknown training dot-product variant {dsp!r} (choose from auto, scalar, dsp, mve)")
-    if dsp == "dsp" and not target.dsp:
-        raise TreegenError(f"variant 'dsp' needs the ARMv7E-M DSP extension; target {target.name!r} "
-                           f"({target.core}) has none")
-    if dsp == "mve" and not target.mve:
-        raise TreegenError(f"variant 'mve' needs the M-profile Vector Extension (Helium); target {target.name!r} "
-                           f"({target.core}) has none")
-    if dsp == "auto":
-        return "mve" if target.mve else ("dsp" if target.dsp else "scalar")
-    return dsp
+    return resolve_variant(dsp, target, "q15")
 
 
 def _flash_data(flash_data):

@@ -24,8 +24,8 @@ from pathlib import Path
 from treegen.core import targets as _targets
 from treegen.core.codegen import render
 from treegen.core.errors import TreegenError
+from treegen.core.native import STRICT_CFLAGS
 
-STRICT_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic")
 SIZE_CFLAGS = ("-ffunction-sections", "-fdata-sections")
 
 # rough code-size model of the unrolled layout (Thumb-2 bytes), only for the up-front flash check
