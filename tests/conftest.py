@@ -43,6 +43,21 @@ def load_shared(name: str):
     return data[:, :-1], data[:, -1]
 
 
+def process_group_gone(pid: int, within: float) -> bool:
+    """Whether the process group ``pid`` (a run started with ``start_new_session=True``) has no process
+    left within ``within`` seconds (zombies take a moment); if some remain, they are SIGKILLed and the
+    answer is False."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    os.killpg(pid, signal.SIGKILL)
+    return False
+
+
 def run_cli(capsys, argv):
     """Run ``treegen ARGV`` in-process: (exit code, stdout, stderr)."""
     from treegen import cli

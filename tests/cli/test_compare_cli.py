@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATASETS, REPO, assert_user_error, run_cli
+from tests.conftest import DATASETS, REPO, assert_user_error, process_group_gone, run_cli
 from treegen.learn.compare import strip_timing
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
@@ -245,15 +245,7 @@ def test_ctrl_c_cancels_cleanly(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("treegen: interrupted: ") and "the same command resumes" in lines[0]
     kept = len(results.read_text().splitlines())
     assert 1 <= kept < 24 and f"{kept} of 24 tasks finished" in lines[0]
-    deadline = time.monotonic() + 20              # no worker process left behind (zombies take a moment)
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(run.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("processes of the interrupted run are still alive")
+    assert process_group_gone(run.pid, 20), "processes of the interrupted run are still alive"
 
 
 def test_unreachable_scheduler_is_one_line_within_10s(capsys, tmp_path):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import DATASETS, run_cli
+from tests.conftest import DATASETS, process_group_gone, run_cli
 from treegen.core.data import load_csv
 from treegen.device import tune_cost
 from treegen.device.tune import tune
@@ -176,14 +176,6 @@ def test_ctrl_c_is_clean_and_the_rerun_resumes_to_the_same_front(irs, first, tmp
     assert run.returncode == 130, err
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("treegen: interrupted: ") and "resumes" in lines[0], err
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(run.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("processes of the interrupted run are still alive")
+    assert process_group_gone(run.pid, 20), "processes of the interrupted run are still alive"
     resumed = tune(*irs, "native", seed=5, results=results, costs=tmp_path / "i.costs.jsonl", confirm=False, **ARGS)
     assert _stable(resumed) == _stable(first[1])

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from rel_util import DATASETS, alive, descendants, popen, run
+from tests.conftest import process_group_gone
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 IDS = ["INT", "TERM", "HUP"]
@@ -177,18 +178,6 @@ def _compare(work, tmp_path):
     return proc
 
 
-def _session_gone(proc, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
-    return False
-
-
 @pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
                          ids=["INT-to-the-group", "TERM"])
 def test_compare_stops_while_its_cluster_starts(work, tmp_path, sig, group):
@@ -206,7 +195,7 @@ def test_compare_stops_while_its_cluster_starts(work, tmp_path, sig, group):
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail(f"compare still running 40 s after {sig.name} during the cluster's start")
     err = proc.err_path.read_text()
-    assert _session_gone(proc, 20), "processes of the interrupted compare are still alive"
+    assert process_group_gone(proc.pid, 20), "processes of the interrupted compare are still alive"
     assert proc.returncode == 128 + sig, (proc.returncode, err[-1500:])
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("treegen: interrupted"), err[-3000:]
@@ -230,7 +219,7 @@ def test_compare_sigterm_mid_run_exits_143(work, tmp_path):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("compare still running 30 s after SIGTERM")
-    assert _session_gone(proc, 20), "worker processes left running after SIGTERM"
+    assert process_group_gone(proc.pid, 20), "worker processes left running after SIGTERM"
     err = proc.err_path.read_text()
     lines = err.splitlines()
     assert proc.returncode == 143, (proc.returncode, err[-1500:])
@@ -260,6 +249,6 @@ def test_cv_ctrl_c_to_the_process_group(work, tmp_path, phase):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("cv still running 20 s after Ctrl-C")
-    assert _session_gone(proc, 20), "cv workers left running after Ctrl-C"
+    assert process_group_gone(proc.pid, 20), "cv workers left running after Ctrl-C"
     text = (tmp_path / "cv.err").read_text()
     assert proc.returncode == 130 and text.splitlines() == ["treegen: interrupted"], (proc.returncode, text[-3000:])
