@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import load_shared
+from raw_frames import error_fields, raw_response
 
 import treegen
 from treegen import CARTClassifier, EFTIClassifier
@@ -29,7 +30,7 @@ from treegen.core.errors import TreegenError
 from treegen.device.firmware import (NATIVE_EXECUTABLE, SANITIZE_CFLAGS, STRICT_CFLAGS, NativeDevice, build_native,
                                      render_harness, write_harness)
 from treegen.device.protocol import (CAP_BENCH, CAP_PREDICT, DeviceClient, DeviceError, DeviceTimeout, ErrorCode,
-                                     Frame, FrameParser, LinkLost, MsgType, ProtocolError, encode_frame)
+                                     LinkLost, MsgType, ProtocolError, encode_frame)
 from treegen.emit.quantize import predict_model_q15, quantize_model
 
 ARM_STRICT = [*STRICT_CFLAGS, "-Os", "-mthumb"]
@@ -139,28 +140,11 @@ def test_device_exits_cleanly_when_the_client_closes(device):
 
 
 # ---------------------------------------------------------------------- error frames
-def _raw_response(client: DeviceClient, data: bytes, timeout: float = 2.0):
-    """Write raw bytes, return the first event of the device's answer."""
-    client.port.write(data)
-    parser = FrameParser()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        events = parser.feed(client.port.read(parser.needed))
-        if events:
-            return events[0]
-    raise AssertionError(f"no answer to {data[:16].hex()}")
-
-
-def _error(ev: Frame) -> tuple:
-    assert isinstance(ev, Frame) and ev.type == MsgType.ERROR and len(ev.payload) == 2, ev
-    return ErrorCode(ev.payload[0]), ev.payload[1], ev.seq
-
-
 def test_bad_crc_gives_error_frame(efti):
     client, _ = efti
     frame = bytearray(encode_frame(MsgType.PING, 77, b"hello"))
     frame[-1] ^= 0x40
-    assert _error(_raw_response(client, bytes(frame))) == (ErrorCode.BAD_CRC, MsgType.PING, 77)
+    assert error_fields(raw_response(client, bytes(frame), 2.0)) == (ErrorCode.BAD_CRC, MsgType.PING, 77)
     assert client.ping(b"still here") == b"still here"
 
 
@@ -178,7 +162,7 @@ def test_oversize_length_is_answered_at_once(efti, length):
     client, _ = efti
     header = bytes([0xA5, 0x5A]) + struct.pack("<H", length) + bytes([MsgType.PREDICT, 9])
     # no payload is ever sent: a device waiting for the announced bytes would not answer at all
-    assert _error(_raw_response(client, header)) == (ErrorCode.BAD_LENGTH, MsgType.PREDICT, 9)
+    assert error_fields(raw_response(client, header, 2.0)) == (ErrorCode.BAD_LENGTH, MsgType.PREDICT, 9)
     assert client.ping(b"next") == b"next"
 
 

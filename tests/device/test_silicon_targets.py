@@ -21,6 +21,7 @@ import time
 import numpy as np
 import pytest
 from pio_projects import require_tools
+from raw_frames import error_fields, raw_response
 
 from treegen import CARTClassifier, RFClassifier
 from treegen.core import targets
@@ -28,7 +29,7 @@ from treegen.device import platformio as tpio
 from treegen.device.commands import build_firmware as build_board
 from treegen.device.hil import Firmware, build_firmware, open_device, run_hil
 from treegen.device.image import image_sha256
-from treegen.device.protocol import ErrorCode, Frame, FrameParser, MsgType, encode_frame
+from treegen.device.protocol import ErrorCode, FrameParser, MsgType, encode_frame
 
 EMULATED = {"qemu-netduinoplus2": "nucleo_f446re", "qemu-microbit": "microbit_v1",
             "qemu-stm32vldiscovery": "qemu-stm32vldiscovery"}
@@ -92,22 +93,6 @@ def test_inference_predict_and_proba_identical(name, forest, built):
     assert report["counter_unit"] == "instructions" and 10 < report["insn_per_inference"] < 20000
 
 
-def _raw_response(client, data: bytes, timeout: float = 5.0):
-    client.port.write(data)
-    parser = FrameParser()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        events = parser.feed(client.port.read(parser.needed))
-        if events:
-            return events[0]
-    raise AssertionError(f"no answer to {data[:16].hex()}")
-
-
-def _error(ev) -> tuple:
-    assert isinstance(ev, Frame) and ev.type == MsgType.ERROR and len(ev.payload) == 2, ev
-    return ErrorCode(ev.payload[0]), ev.payload[1], ev.seq
-
-
 @pytest.mark.parametrize("name", sorted(EMULATED))
 def test_protocol_robustness(name, forest, built):
     """Bad CRC, garbage, a truncated frame and an oversized LEN on the real UART IPs' ports."""
@@ -118,7 +103,7 @@ def test_protocol_robustness(name, forest, built):
         info = client.info()
         frame = bytearray(encode_frame(MsgType.PING, 77, b"hello"))
         frame[-1] ^= 0x40
-        assert _error(_raw_response(client, bytes(frame))) == (ErrorCode.BAD_CRC, MsgType.PING, 77)
+        assert error_fields(raw_response(client, bytes(frame), 5.0)) == (ErrorCode.BAD_CRC, MsgType.PING, 77)
         assert client.ping(b"after crc") == b"after crc"
         garbage = bytes(b for b in np.random.default_rng(5).integers(0, 256, 400, dtype=np.uint8).tobytes()
                         if b != 0xA5)
@@ -128,7 +113,7 @@ def test_protocol_robustness(name, forest, built):
         client.flush_device()
         assert client.ping(b"after truncation") == b"after truncation"
         header = bytes([0xA5, 0x5A]) + struct.pack("<H", info.max_payload + 1) + bytes([MsgType.PREDICT, 9])
-        assert _error(_raw_response(client, header)) == (ErrorCode.BAD_LENGTH, MsgType.PREDICT, 9)
+        assert error_fields(raw_response(client, header, 5.0)) == (ErrorCode.BAD_LENGTH, MsgType.PREDICT, 9)
         assert client.ping(b"after oversize") == b"after oversize"
         assert list(client.predict(model.scaling.to_q15(X[:5]))) == list(model.predict_index(X[:5]))
 
