@@ -29,8 +29,6 @@ import contextlib
 import time
 from typing import Callable, Sequence
 
-import numpy as np
-
 from treegen.core import targets as _targets
 from treegen.core.errors import TreegenError
 from treegen.core.limits import bytes_text
@@ -215,14 +213,8 @@ def confirm_on_device(chosen: dict, data: _cmp.CompareData, tgt, budget: dict, *
     with tempfile.TemporaryDirectory(prefix="treegen-tune-confirm-") as tmp:
         where = tmp if work_dir is None else work_dir
         try:
-            try:
-                report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
-                                 layout=chosen["layout"], variant=chosen["variant"], timeout=CONFIRM_TIMEOUT)
-            except HilError as exc:      # once more after no answer (an emulator starved of CPU), as the costs
-                if "no response" not in str(exc):
-                    raise
-                report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
-                                 layout=chosen["layout"], variant=chosen["variant"], timeout=CONFIRM_TIMEOUT)
+            report = run_hil(model, tgt, build_dir=f"{where}/confirm-{tgt.name}", data=(data.X, data.y),
+                             layout=chosen["layout"], variant=chosen["variant"], timeout=CONFIRM_TIMEOUT)
         except HilError as exc:
             return {"ok": False, "hil_ok": False, "error": str(exc), "over_budget": [], "rows": len(data.y),
                     "mismatches": None, "device_accuracy": None, "image_flash_bytes": None, "image_ram_bytes": None,

@@ -151,7 +151,7 @@ class CostMeter:
             self._tmp = None
 
     def _raw(self, model: Model, X: np.ndarray, layout: str, variant: str) -> dict:
-        from treegen.device.hil import HilError, run_hil
+        from treegen.device.hil import run_hil
 
         key = cost_key(model.hash(), self.target.name, layout, variant)
         rec = self.cache.get(key)
@@ -159,14 +159,8 @@ class CostMeter:
             return rec
         rows = X[spread_rows(X.shape[0], COST_ROWS)]
         build_dir = self.work_dir / f"{self.target.name}-{layout}-{variant}"
-        try:
-            report = run_hil(model, self.target, build_dir=build_dir, data=(rows, None), layout=layout,
-                             variant=variant, bench_iters=COST_BENCH_ITERS, timeout=COST_TIMEOUT)
-        except HilError as exc:      # once more: an emulator starved of CPU on a busy machine; then it stands
-            if "no response" not in str(exc):
-                raise
-            report = run_hil(model, self.target, build_dir=build_dir, data=(rows, None), layout=layout,
-                             variant=variant, bench_iters=COST_BENCH_ITERS, timeout=COST_TIMEOUT)
+        report = run_hil(model, self.target, build_dir=build_dir, data=(rows, None), layout=layout,
+                         variant=variant, bench_iters=COST_BENCH_ITERS, timeout=COST_TIMEOUT)
         if not report["ok"]:
             raise TreegenError(f"model {model.hash()[:12]} ({layout}, {variant}) failed on {self.target.name}: "
                                f"{report.get('error') or [c['message'] for c in report['checks'] if not c['ok']]}")
