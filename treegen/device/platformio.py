@@ -113,6 +113,13 @@ def toolchain_prefix(target) -> str:
     return cc[:-3] if cc.endswith("-gcc") else TOOLCHAIN_PREFIX
 
 
+def toolchain_package(target) -> str:
+    """The PlatformIO package that wraps the target's system compiler: ``[soc] toolchain`` (e.g.
+    ``toolchain-riscv``), default ``toolchain-gccarmnoneeabi``; its ``package.json.j2`` lives in
+    ``templates/platformio/packages/<name>/``."""
+    return str(_target(target).soc.get("toolchain", TOOLCHAIN_PACKAGE))
+
+
 def _toolchain_dir(prefix: str = TOOLCHAIN_PREFIX) -> Path:
     """Folder holding <prefix>gcc (PATH first, then /usr/bin)."""
     found = shutil.which(prefix + "gcc")
@@ -221,8 +228,10 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     platform = root / "platforms" / PLATFORM_NAME
     (platform / "builder").mkdir(parents=True)
     (platform / "boards").mkdir()
+    package = toolchain_package(t)
     (platform / "platform.json").write_text(_render(jenv, "platform/platform.json.j2", platform_name=PLATFORM_NAME,
-                                                    platform_version=PLATFORM_VERSION), encoding="utf-8")
+                                                    platform_version=PLATFORM_VERSION, toolchain_package=package),
+                                            encoding="utf-8")
     shutil.copyfile(tpl / "platform" / "platform.py", platform / "platform.py")
     shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
     flash_origin, ram_origin = memory_origins(t)
@@ -233,7 +242,8 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     (platform / "boards" / f"{pio['board']}.json").write_text(
         _render(jenv, "platform/board.json.j2", target=t, emulator=emulator, cpu_flags=list(t.cflags),
                 defines=firmware_defines(t), flash_origin=flash_origin, ram_origin=ram_origin,
-                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix),
+                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix,
+                link_flags=t.soc.get("link_flags")),
         encoding="utf-8")
 
     scons = root / "packages" / SCONS_PACKAGE
@@ -243,9 +253,9 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     shutil.copyfile(tpl / "packages" / SCONS_PACKAGE / "piopm.json", scons / ".piopm")
 
     tool_dir = _toolchain_dir(prefix)
-    chain = root / "packages" / TOOLCHAIN_PACKAGE
+    chain = root / "packages" / package
     (chain / "bin").mkdir(parents=True)
-    (chain / "package.json").write_text(_render(jenv, f"packages/{TOOLCHAIN_PACKAGE}/package.json.j2",
+    (chain / "package.json").write_text(_render(jenv, f"packages/{package}/package.json.j2",
                                                 gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir)),
                                         encoding="utf-8")
     tools = sorted(p.name for p in tool_dir.glob(prefix + "*")) if tool_dir.is_dir() else []
@@ -330,15 +340,21 @@ def _project_env(project: Path) -> str:
     return envs[0]
 
 
+#: the Debian packages that provide a cross compiler (for the "not found" message)
+_TOOLCHAIN_DEBS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi",
+                   "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"}
+
+
 def _check_build_tools(project: Path) -> None:
     from treegen.device.extra import require
 
     for module, package in (("platformio", "platformio"), ("SCons", "scons")):
         require(module, package, "building firmware")
-    gcc = project / "offline" / "packages" / TOOLCHAIN_PACKAGE / "bin" / (TOOLCHAIN_PREFIX + "gcc")
-    if gcc.is_symlink() and not gcc.exists():
-        raise TreegenError(f"{TOOLCHAIN_PREFIX}gcc not found (the project links {gcc.readlink()}): install the "
-                           "Debian packages gcc-arm-none-eabi libnewlib-arm-none-eabi (scripts/setup.sh)")
+    for gcc in sorted((project / "offline" / "packages").glob("toolchain-*/bin/*gcc")):
+        if gcc.is_symlink() and not gcc.exists():
+            debs = _TOOLCHAIN_DEBS.get(gcc.name, "of the target's cross compiler")
+            raise TreegenError(f"{gcc.name} not found (the project links {gcc.readlink()}): install the "
+                               f"Debian packages {debs} (scripts/setup.sh)")
 
 
 def _too_big_from_log(log: str, target: targets_mod.Target | None) -> str | None:

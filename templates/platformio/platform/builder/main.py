@@ -7,7 +7,8 @@ project-local toolchain package (PlatformIO puts its bin/ on PATH). Everything t
 (offline/platforms/<platform>/boards/<board>.json, written by treegen from the target file):
     build.cpu_flags   the target's cflags (-mcpu, -mthumb, float ABI, optimisation)
     build.defines     C macros (TG_UART_BASE ...)
-    build.ldscript    linker script in src/ (cortexm.ld)
+    build.ldscript    linker script in src/ (cortexm.ld, riscv.ld)
+    build.link_flags  the C runtime flags of the link (default -nostartfiles + newlib-nano specs)
     build.flash_size / build.ram_size   bytes, passed to the linker script (TG_FLASH_SIZE, TG_RAM_SIZE)
     build.flash_origin / build.ram_origin   addresses, passed to the linker script (TG_FLASH_ORIGIN,
                       TG_RAM_ORIGIN; the TrustZone boards AN505/AN547 link at their Secure aliases)
@@ -28,6 +29,9 @@ cpu_flags = list(board.get("build.cpu_flags"))
 warn_flags = ["-Wall", "-Wextra"]
 
 prefix = board.get("build.toolchain_prefix", "arm-none-eabi-")   # the cross tools (from the target's cc)
+# the C runtime at link time (the target's [soc] link_flags): default newlib-nano without its startup
+# files (startup_cortexm.c); RISC-V: picolibc (--specs in cpu_flags) without its crt0
+link_flags = list(board.get("build.link_flags", ["-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs"]))
 env.Replace(
     AR=prefix + "ar",
     AS=prefix + "gcc",
@@ -52,10 +56,7 @@ env.Append(
     CCFLAGS=cpu_flags + warn_flags + ["-ffunction-sections", "-fdata-sections", "-fno-common"],
     CFLAGS=["-std=c99"],
     CPPDEFINES=[tuple(d) if isinstance(d, list) else d for d in board.get("build.defines", [])],
-    LINKFLAGS=cpu_flags + [
-        "-nostartfiles",
-        "--specs=nano.specs",
-        "--specs=nosys.specs",
+    LINKFLAGS=cpu_flags + link_flags + [
         "-Wl,--gc-sections",
         "-Wl,--defsym=TG_FLASH_SIZE=%d" % int(board.get("build.flash_size")),
         "-Wl,--defsym=TG_RAM_SIZE=%d" % int(board.get("build.ram_size")),
