@@ -4,7 +4,7 @@ run on QEMU's STM32 and nRF51 machines.
 
 - qemu-netduinoplus2 runs the nucleo_f446re image (same loadable bytes: the sha256 is compared),
   qemu-microbit the microbit_v1 image (a true Cortex-M0), qemu-stm32vldiscovery the STM32F1 port linked
-  for the F100's 8 KiB RAM: inference (PREDICT and PROBA of a soft-voting forest), instruction counts,
+  for the F100's 8 KiB RAM, qemu-hifive1 (sifive_e) the hifive1 image (RISC-V RV32IMAC, SiFive UART): inference (PREDICT and PROBA of a soft-voting forest), instruction counts,
   protocol robustness (bad CRC, garbage, truncated and oversized frames) and one on-device training
   case each, identical to the host engine.
 - nucleo_l031k6 (no QEMU model of the STM32L0) and bluepill_f103c8: built and linked, not run.
@@ -32,7 +32,7 @@ from treegen.device.image import image_sha256
 from treegen.device.protocol import ErrorCode, FrameParser, MsgType, encode_frame
 
 EMULATED = {"qemu-netduinoplus2": "nucleo_f446re", "qemu-microbit": "microbit_v1",
-            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery"}
+            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery", "qemu-hifive1": "hifive1"}
 
 
 def _data(seed: int = 3, n: int = 120):
@@ -66,7 +66,7 @@ def test_emulated_target_builds_its_boards_image(name, built):
     t = targets.get(name)
     fw = built[name]
     assert t.image == EMULATED[name] and fw.target == EMULATED[name]
-    assert t.uart in ("stm32_usart", "nrf51_uart")
+    assert t.uart in ("stm32_usart", "nrf51_uart", "sifive_uart")
     assert fw.flash_bytes < t.flash_bytes and fw.ram_bytes < t.ram_bytes
 
 
@@ -188,7 +188,7 @@ def test_arduino_framework_stays_reachable(forest, tmp_path):
     assert (out / "src" / "tg_port_arduino.cpp").is_file()
 
 
-@pytest.mark.parametrize("board", ["nucleo_f446re", "bluepill_f103c8", "nucleo_l031k6", "microbit_v1"])
+@pytest.mark.parametrize("board", ["nucleo_f446re", "bluepill_f103c8", "nucleo_l031k6", "microbit_v1", "hifive1"])
 def test_ports_are_strict_c99(board, forest, tmp_path):
     """Each port, the shared headers and the startup code: C99, -Wall -Wextra -Werror -Wconversion
     -pedantic, with the board's own macros (the [soc.defines] of its target file)."""
@@ -198,8 +198,8 @@ def test_ports_are_strict_c99(board, forest, tmp_path):
     t = targets.get(board)
     out = tpio.write_project(forest[0], tmp_path / board, target=t, layout="table", variant="auto")
     defines = [f"-D{name}={value}" for name, value in tpio.firmware_defines(t)]
-    for src in (f"tg_port_{t.uart}.c", "startup_cortexm.c"):
-        proc = subprocess.run(["arm-none-eabi-gcc", *t.cflags, "-std=c99", "-Wall", "-Wextra", "-Werror",
+    for src in (f"tg_port_{t.uart}.c", tpio.baremetal_files(t)[0]):
+        proc = subprocess.run([t.cc, *t.cflags, "-std=c99", "-Wall", "-Wextra", "-Werror",
                                "-Wconversion", "-pedantic", "-c", "-o", str(tmp_path / "o.o"), *defines,
                                "-I", str(out / "src"), str(out / "src" / src)], capture_output=True, text=True)
         assert proc.returncode == 0, f"{board} {src}: {proc.stderr}"
