@@ -6,8 +6,9 @@
  * _start (section .text.start, first in flash: riscv.ld puts it at the image's origin, where the
  * HiFive1's bootloader and QEMU's sifive_e reset vector jump, 0x20400000) sets the stack pointer and
  * the trap vector, then tg_reset() copies .data from flash to RAM, zeroes .bss and calls main().
- * Machine mode throughout, interrupts off (mstatus.MIE stays 0: the port polls). A trap (an
- * unexpected exception) ends in tg_trap(), a loop (visible in a debugger / QEMU's -d int).
+ * Machine mode throughout. tg_trap() (mtvec) hands a machine external interrupt (the PLIC) to the
+ * port's tg_external_irq(); any other trap ends in tg_unexpected_trap(), a loop. The port enables
+ * interrupts (mie.MEIE, mstatus.MIE) once its UART is set up.
  * The global pointer is not used (riscv.ld defines no __global_pointer$: no gp relaxation).
  * C99 for riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32; used with riscv.ld and -nostartfiles.
  */
@@ -55,9 +56,29 @@ void tg_reset(void)
     }
 }
 
-/* mtvec direct mode: 4-byte aligned */
-__attribute__((aligned(4))) void tg_trap(void)
+/* An unexpected trap (an exception, or an interrupt nobody handles): stop here (visible in a debugger /
+ * QEMU's -d int). */
+void tg_unexpected_trap(void);
+void tg_unexpected_trap(void)
 {
     for (;;) {
     }
+}
+
+/* Machine external interrupt (the PLIC): the port defines it when it uses interrupts. */
+void tg_external_irq(void) __attribute__((weak, alias("tg_unexpected_trap")));
+
+#define TG_MCAUSE_MACHINE_EXTERNAL 0x8000000Bu
+
+/* mtvec direct mode (4-byte aligned): the interrupt attribute saves the registers it uses and returns
+ * with mret */
+__attribute__((interrupt("machine"), aligned(4))) void tg_trap(void)
+{
+    uint32_t cause;
+    __asm volatile(".option push\n\t.option arch, +zicsr\n\tcsrr %0, mcause\n\t.option pop" : "=r"(cause));
+    if (cause == TG_MCAUSE_MACHINE_EXTERNAL) {
+        tg_external_irq();
+        return;
+    }
+    tg_unexpected_trap();
 }

@@ -17,15 +17,23 @@
  * baud, -0.08 %). Waits for the oscillator are bounded (TG_CLOCK_WAIT polls).
  * Pins: GPIO iof_en +0x38 bits 16/17 on, iof_sel +0x3C bits 16/17 off (IOF0 = UART0).
  *
- * RX by polling: tg_port_getc() spins on rxdata. The protocol is request/response; a frame's bytes
- * are read as they arrive. Under QEMU (sifive_e) nothing can be lost: the UART model accepts input
- * only while its 8-byte RX FIFO has room and the rest waits in the socket (bursts of any length
- * arrive whole). On the chip, more than 8 bytes sent while the harness computes a response would
- * overflow the FIFO (the host does not do that: it waits for each response).
+ * RX: interrupt-driven into a 256-byte ring (TG_RX_BUFFER_SIZE). The UART raises its RX watermark
+ * interrupt (ie bit 1, rxctrl rxcnt 0: while the RX FIFO holds a byte) on PLIC source 3
+ * (TG_UART_RX_IRQ; PLIC at 0x0C000000: priority +4*n, enable +0x2000, threshold +0x200000,
+ * claim/complete +0x200004, hart 0 machine context); startup_riscv.c's trap entry calls
+ * tg_external_irq() for a machine external interrupt, which claims, drains the FIFO into the ring and
+ * completes. tg_port_getc() sleeps in WFI while the ring is empty, the check made with mstatus.MIE
+ * clear (WFI still wakes on a pending enabled interrupt, so one arriving after the check is not
+ * missed). Flow control instead of loss, as the Cortex-M ports (tg_rx_ring.h): with the ring full the
+ * handler leaves the bytes in the UART and turns the RX interrupt off at the UART; tg_port_getc()
+ * turns it on again once it has made room (never before the room check: that livelocked the Cortex-M
+ * handler). Under QEMU (sifive_e) nothing can be lost even then: the UART model accepts input only
+ * while its 8-byte RX FIFO has room and the rest waits in the socket. On the chip the ring holds a
+ * request sent while the harness computes the previous response (the 8-byte FIFO alone would not).
  *
  * Counter: the minstret CSR (instructions retired; 32-bit low word), unit 0 = instructions on the
  * chip and under QEMU -icount shift=0 (where minstret is the instruction count, repeatable).
- * C99 plus inline assembly for the CSR read; no dynamic allocation, no library calls.
+ * C99 plus inline assembly for the CSRs and WFI; no dynamic allocation, no library calls.
  */
 #include <stdint.h>
 
@@ -49,11 +57,73 @@
 #ifndef TG_UART_PINS
 #define TG_UART_PINS 0x00030000u
 #endif
+#ifndef TG_UART_RX_IRQ
+#define TG_UART_RX_IRQ 3
+#endif
+#ifndef TG_PLIC_BASE
+#define TG_PLIC_BASE 0x0C000000u
+#endif
+#ifndef TG_RX_BUFFER_SIZE
+#define TG_RX_BUFFER_SIZE 256u       /* a power of two */
+#endif
+#if (TG_RX_BUFFER_SIZE & (TG_RX_BUFFER_SIZE - 1u)) != 0u
+#error "TG_RX_BUFFER_SIZE must be a power of two"
+#endif
 #define TG_CLOCK_WAIT 100000u
 
 #define TG_REG(addr) (*(volatile uint32_t *)(addr))
 #define TG_UART(off) TG_REG(TG_UART_BASE + (off))
 #define TG_PRCI(off) TG_REG(TG_PRCI_BASE + (off))
+#define TG_PLIC(off) TG_REG(TG_PLIC_BASE + (off))
+#define TG_UART_IE_RXWM (1u << 1)
+#define TG_MIE_MEIE (1u << 11)      /* mie: machine external interrupts */
+#define TG_MSTATUS_MIE 8u           /* mstatus: global machine interrupt enable */
+
+/* zicsr is part of RV32IMAC's base ISA before the 2019 spec split; GCC 12's -march=rv32imac (the
+   picolibc multilib) leaves it out of the assembler's ISA: enabled around each CSR instruction */
+#define TG_CSR_ASM(insn) ".option push\n\t.option arch, +zicsr\n\t" insn "\n\t.option pop"
+#define tg_irq_off() __asm volatile(TG_CSR_ASM("csrc mstatus, %0") : : "r"(TG_MSTATUS_MIE) : "memory")
+#define tg_irq_on() __asm volatile(TG_CSR_ASM("csrs mstatus, %0") : : "r"(TG_MSTATUS_MIE) : "memory")
+
+static volatile uint8_t tg_rx_buf[TG_RX_BUFFER_SIZE];
+static volatile uint32_t tg_rx_head;        /* written by tg_rx_drain only (interrupts masked) */
+static volatile uint32_t tg_rx_tail;        /* written by tg_port_getc only */
+static volatile uint32_t tg_rx_throttled;   /* 1 while the ring is full and the RX interrupt off */
+
+/* Move received bytes into the ring (interrupts masked: in the handler or with mstatus.MIE clear).
+ * rxdata pops on read, so the room check comes before each read; with the ring full the bytes stay
+ * in the UART, its RX interrupt goes off and tg_rx_throttled is set. */
+static void tg_rx_drain(void)
+{
+    for (;;) {
+        uint32_t head = tg_rx_head;
+        uint32_t v;
+        if ((uint32_t)(head - tg_rx_tail) >= TG_RX_BUFFER_SIZE) {
+            TG_UART(0x10u) = 0u;                             /* ie: RX watermark off */
+            tg_rx_throttled = 1u;
+            return;
+        }
+        v = TG_UART(0x04u);                                  /* rxdata: one read pops one byte */
+        if ((v & 0x80000000u) != 0u) {
+            return;                                          /* FIFO empty */
+        }
+        tg_rx_buf[head & (TG_RX_BUFFER_SIZE - 1u)] = (uint8_t)(v & 0xFFu);
+        tg_rx_head = head + 1u;
+    }
+}
+
+/* Called by startup_riscv.c's trap entry for a machine external interrupt (the PLIC). */
+void tg_external_irq(void);
+void tg_external_irq(void)
+{
+    uint32_t id = TG_PLIC(0x200004u);                        /* claim */
+    if (id == (uint32_t)TG_UART_RX_IRQ) {
+        tg_rx_drain();
+    }
+    if (id != 0u) {
+        TG_PLIC(0x200004u) = id;                             /* complete */
+    }
+}
 
 #define TG_PRCI_ROSC_EN (1u << 30)
 #define TG_PRCI_ROSC_RDY (1u << 31)
@@ -81,22 +151,46 @@ static void tg_clock_init(void)
 
 void tg_port_init(void)
 {
+    uint32_t irq = (uint32_t)TG_UART_RX_IRQ;
+    tg_irq_off();
     tg_clock_init();
     TG_REG(TG_GPIO_BASE + 0x3Cu) &= ~(uint32_t)TG_UART_PINS; /* iof_sel: IOF0 */
     TG_REG(TG_GPIO_BASE + 0x38u) |= (uint32_t)TG_UART_PINS;  /* iof_en */
-    TG_UART(0x10u) = 0u;                                     /* ie: no interrupts */
+    TG_UART(0x10u) = 0u;                                     /* ie: off while configuring */
     TG_UART(0x18u) = (((uint32_t)TG_UART_CLOCK_HZ + (uint32_t)TG_UART_BAUD / 2u) / (uint32_t)TG_UART_BAUD) - 1u;
     TG_UART(0x08u) = 1u;                                     /* txctrl: txen, one stop bit */
-    TG_UART(0x0Cu) = 1u;                                     /* rxctrl: rxen */
+    TG_UART(0x0Cu) = 1u;                                     /* rxctrl: rxen, rxcnt 0 (watermark: > 0 bytes) */
+    tg_rx_head = 0u;
+    tg_rx_tail = 0u;
+    tg_rx_throttled = 0u;
+    TG_PLIC(0x200000u) = 0u;                                 /* hart 0 M-mode threshold: every priority */
+    TG_PLIC(4u * irq) = 1u;                                  /* the UART's priority (0 would disable it) */
+    TG_PLIC(0x2000u + 4u * (irq / 32u)) |= 1u << (irq % 32u);   /* enable for hart 0 M-mode */
+    __asm volatile(TG_CSR_ASM("csrs mie, %0") : : "r"(TG_MIE_MEIE) : "memory");
+    TG_UART(0x10u) = TG_UART_IE_RXWM;
+    tg_irq_on();
 }
 
 int tg_port_getc(void)
 {
     for (;;) {
-        uint32_t v = TG_UART(0x04u);                         /* rxdata: one read pops one byte */
-        if ((v & 0x80000000u) == 0u) {
-            return (int)(v & 0xFFu);
+        tg_irq_off();
+        if (tg_rx_head != tg_rx_tail) {
+            uint32_t tail = tg_rx_tail;
+            uint8_t c = tg_rx_buf[tail & (TG_RX_BUFFER_SIZE - 1u)];
+            tg_rx_tail = tail + 1u;
+            if (tg_rx_throttled != 0u) {
+                tg_rx_throttled = 0u;
+                tg_rx_drain();                               /* room again: take the waiting bytes */
+                if (tg_rx_throttled == 0u) {
+                    TG_UART(0x10u) = TG_UART_IE_RXWM;        /* on again only if the ring did not fill */
+                }
+            }
+            tg_irq_on();
+            return (int)c;
         }
+        __asm volatile("wfi" ::: "memory");                 /* wakes on a pending interrupt even masked */
+        tg_irq_on();
     }
 }
 
@@ -113,9 +207,7 @@ void tg_port_write(const uint8_t *buf, uint32_t len)
 uint32_t tg_port_counter(void)
 {
     uint32_t v;
-    /* zicsr is part of RV32IMAC's base ISA before the 2019 spec split; GCC 12's -march=rv32imac
-       (the picolibc multilib) leaves it out of the assembler's ISA: enabled for this instruction */
-    __asm volatile(".option push\n\t.option arch, +zicsr\n\tcsrr %0, minstret\n\t.option pop" : "=r"(v));
+    __asm volatile(TG_CSR_ASM("csrr %0, minstret") : "=r"(v));
     return v;
 }
 
