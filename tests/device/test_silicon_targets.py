@@ -93,6 +93,20 @@ def test_inference_predict_and_proba_identical(name, forest, built):
     assert report["counter_unit"] == "instructions" and 10 < report["insn_per_inference"] < 20000
 
 
+def test_hifive1_counts_instructions_with_minstret_repeatably(forest, built):
+    """qemu-hifive1's BENCH counts minstret under -icount shift=0: instructions, the same total on every
+    run of the same rows (two BENCHes on one device, one on a fresh device)."""
+    model, X = forest
+    rows = np.asarray(model.scaling.to_q15(X[:3]), dtype=np.int64)
+    totals = []
+    for _ in range(2):
+        with open_device("qemu-hifive1", firmware=built["qemu-hifive1"], timeout=5, model=model) as dev:
+            totals.append([dev.client.bench(r[None, :], 500).total for r in rows])
+            res = dev.client.bench(rows[:1], 500)
+            assert res.unit == 0 and res.total == totals[-1][0]      # unit 0: instructions
+    assert totals[0] == totals[1] and len(set(totals[0])) > 1 and all(t > 500 * 10 for t in totals[0])
+
+
 @pytest.mark.parametrize("name", sorted(EMULATED))
 def test_protocol_robustness(name, forest, built):
     """Bad CRC, garbage, a truncated frame and an oversized LEN on the real UART IPs' ports."""
