@@ -266,20 +266,21 @@ def test_flash_without_a_probe_is_one_line_exit_2(model_file, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------- treegen flash (OpenOCD: HiFive1)
-def test_flash_dry_run_prints_the_openocd_command(model_file, tmp_path, capsys):
-    """The HiFive1's uploader is OpenOCD with its FTDI board config; the ELF path is one Tcl word."""
-    require_tools()
-    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "hifive1", "-o", str(tmp_path / "p"),
-                          "--dry-run")
+def test_flash_dry_run_prints_the_openocd_command(model_file, built, capsys):
+    """The HiFive1's uploader is OpenOCD with its FTDI board config; the ELF path is one Tcl word. The
+    project qemu-hifive1 ran is the hifive1 build of the same model: reused, not rebuilt."""
+    project = built["qemu-hifive1"].project
+    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "hifive1", "-o", str(project), "--dry-run")
     assert code == 0, err
+    assert "(up to date)" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("upload"))
-    elf = tmp_path / "p" / ".pio" / "build" / "hifive1" / "firmware.elf"
+    elf = (project / ".pio" / "build" / "hifive1" / "firmware.elf").resolve()
     assert line.split(None, 1)[1] == f"openocd -f board/sifive-hifive1.cfg -c 'program {{{elf}}} verify reset exit'"
     # the image starts at the address the HiFive1's bootloader (and QEMU sifive_e) jumps to
     from treegen.device.image import loadable_segments
 
     assert loadable_segments(elf)[0][0] == 0x20400000
-    board = (tmp_path / "p" / "offline" / "platforms" / "treegen-qemu" / "boards" / "hifive1.json").read_text()
+    board = (project / "offline" / "platforms" / "treegen-qemu" / "boards" / "hifive1.json").read_text()
     assert '"program {$SOURCE} verify reset exit"' in board        # pio run -t upload: the same command
 
 
