@@ -82,7 +82,7 @@ def main(argv=None) -> int:
 
     def hil(model: Path, ds: str, kind: str, extra: list[str]) -> dict:
         nonlocal ok
-        report = work / f"{model.stem}{'_train' if '--train' in extra else ''}.json"
+        report = work / f"hil_{model.stem}{'_train' if '--train' in extra else ''}.json"
         rc, _ = _treegen(["hil", str(model), "--target", TARGET, "--data", str(DATASETS / f"{ds}.csv.gz"),
                           "-o", str(work / f"fw_{report.stem}"), "--json", str(report), *extra], log)
         data = json.loads(report.read_text()) if report.is_file() else {}
