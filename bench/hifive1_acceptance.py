@@ -38,13 +38,23 @@ KEEP_LINES = ("hash", "predictions", "bench", "proba", "engine", "board memory",
               "PREDICT_TRAINED", "result")
 
 
+#: folder names replaced in the recorded commands (no machine-specific paths in the results)
+_SHOWN: dict[str, str] = {}
+
+
+def _shown(text: str) -> str:
+    for path, name in _SHOWN.items():
+        text = text.replace(path, name)
+    return text
+
+
 def _treegen(args: list[str], log: list) -> tuple[int, str]:
     cmd = [sys.executable, "-m", "treegen", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=1800)
     text = proc.stdout + proc.stderr
-    lines = [ln for ln in text.splitlines() if ln.startswith(KEEP_LINES)]
-    log.append({"command": "treegen " + shlex.join(args), "exit": proc.returncode, "lines": lines})
-    print(f"$ treegen {shlex.join(args)}  -> exit {proc.returncode}", flush=True)
+    lines = [_shown(ln) for ln in text.splitlines() if ln.startswith(KEEP_LINES)]
+    log.append({"command": _shown("treegen " + shlex.join(args)), "exit": proc.returncode, "lines": lines})
+    print(f"$ {log[-1]['command']}  -> exit {proc.returncode}", flush=True)
     for ln in lines:
         print("  " + ln, flush=True)
     return proc.returncode, text
@@ -74,6 +84,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg_hifive1_"))
     work.mkdir(parents=True, exist_ok=True)
+    _SHOWN.update({str(work): "WORK", str(DATASETS): "../shared/datasets"})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=REPO).stdout.strip() or "?"
     log: list = []
@@ -104,7 +115,7 @@ def main(argv=None) -> int:
     fpath = work / f"{args.forest}_rf.json"
     _forest(DATASETS / f"{args.forest}.csv.gz", fpath)
     log.append({"command": f"python: scikit-learn RandomForestClassifier(n_estimators=10, max_depth=6, "
-                           f"random_state=1) on {args.forest}, from_sklearn (soft vote) -> {fpath.name}",
+                           f"random_state=1) on {args.forest}, from_sklearn (soft vote) -> WORK/{fpath.name}",
                 "exit": 0, "lines": []})
     r = hil(fpath, args.forest, "rf", [])
     rows.append({"dataset": args.forest, "model": "RandomForest (10 trees, soft vote)", "rows": r.get("rows"),
@@ -125,8 +136,9 @@ def main(argv=None) -> int:
         argv if argv is not None else sys.argv[1:]), "inference": rows, "train": train, "log": log, "ok": ok}
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    md = [f"# qemu-hifive1 acceptance (issue 23, RISC-V)", "",
-          f"commit `{commit}`; command `{result['command']}`; QEMU sifive_e running the hifive1 image", "",
+    md = ["# qemu-hifive1 acceptance (issue 23, RISC-V)", "",
+          f"commit `{commit}`; command `{result['command']}`; QEMU sifive_e running the hifive1 image; "
+          "WORK = the --keep folder (models, builds, reports)", "",
           "| dataset | model | rows | PREDICT mismatches | PROBA mismatches | instructions per inference |",
           "|---|---|---:|---:|---:|---:|"]
     for r in rows:
