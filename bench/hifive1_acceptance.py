@@ -132,8 +132,9 @@ def main(argv=None) -> int:
         hil(path, ds, "efti", ["--train"])
         train.append({"dataset": ds, "lines": log[-1]["lines"], "exit": log[-1]["exit"]})
 
-    result = {"commit": commit, "target": TARGET, "command": "python bench/hifive1_acceptance.py " + shlex.join(
-        argv if argv is not None else sys.argv[1:]), "inference": rows, "train": train, "log": log, "ok": ok}
+    command = _shown("python bench/hifive1_acceptance.py " + shlex.join(argv if argv is not None else sys.argv[1:]))
+    result = {"commit": commit, "target": TARGET, "command": command, "inference": rows, "train": train, "log": log,
+              "ok": ok}
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     md = ["# qemu-hifive1 acceptance (issue 23, RISC-V)", "",

@@ -190,8 +190,8 @@ def cmd_flash(args) -> int:
     if target.kind == "board" and args.framework == "baremetal" and target.uart != "arduino":
         return _flash_baremetal(model, target, out, args)
     if args.dry_run or args.uploader in ("pyocd", "openocd"):
-        raise TreegenError(f"--dry-run and --uploader {args.uploader or 'pyocd'} are for the bare-metal build of a board "
-                           "(--framework baremetal)")
+        raise TreegenError(f"--dry-run and --uploader {args.uploader or 'pyocd'} are for the bare-metal build of a "
+                           "board (--framework baremetal)")
     train = _train_spec(args, model, target)
     if target.kind == "board":
         from treegen.device.commands import upload_firmware

@@ -2,9 +2,10 @@
 
 A board's ``[upload]`` table names its uploader (``pyocd`` for the ST and Nordic boards: pyOCD drives
 the ST-LINK and CMSIS-DAP/DAPLink probes those boards carry) and pyOCD's part name
-(``pyocd_target``), or ``openocd`` and OpenOCD's board configuration (``openocd_config``: the HiFive1's
-``board/sifive-hifive1.cfg``; OpenOCD drives its FTDI JTAG adapter, and J-Link probes too). ``--uploader platformio`` uses PlatformIO's own upload of the project instead
-(``pio run -t upload``; the online Arduino build's only way). :func:`upload_command` is what
+(``pyocd_target``), or ``openocd`` and OpenOCD's board configuration (``openocd_config``: the
+HiFive1's ``board/sifive-hifive1.cfg``; OpenOCD drives its FTDI JTAG adapter, and J-Link probes too).
+``--uploader platformio`` uses PlatformIO's own upload of the project instead (``pio run -t upload``;
+the online Arduino build's only way). :func:`upload_command` is what
 ``treegen flash --dry-run`` prints; :func:`check_probe` fails in about a second, with one line naming
 the probe to connect, when pyOCD sees none.
 """
