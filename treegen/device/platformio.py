@@ -4,11 +4,14 @@
 
     platformio.ini          one environment for the target (from templates/platformio/platformio.ini.j2)
     src/                    the model and the harness (treegen.device.firmware.write_harness); emulated
-                            targets also get startup_cortexm.c and cortexm.ld
+                            targets also get startup_cortexm.c and cortexm.ld (another core family:
+                            its [soc] startup / ldscript, e.g. startup_riscv.c and riscv.ld)
     offline/                emulated targets only: everything PlatformIO needs, so that it never
       platforms/treegen-qemu/      asks its registry (unreachable here):
         platform.json platform.py builder/main.py boards/<board>.json
       packages/toolchain-gccarmnoneeabi/   package.json + bin/ symlinks to the system arm-none-eabi-*
+                                           (the target's [soc] toolchain: toolchain-riscv for
+                                           riscv64-unknown-elf-*)
       packages/tool-scons/                 package.json + .piopm + scons.py (SCons from pip)
 
 For emulated targets ``platformio.ini`` points ``core_dir``, ``platforms_dir`` and ``packages_dir``
