@@ -254,7 +254,7 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
     if uploader == "platformio":
         cmd = pio.upload_command(out, port=args.port)
     else:
-        cmd = up.upload_command(target, res.elf, uploader)
+        cmd = up.upload_command(target, res.elf, port=args.port)
     print(f"upload          {shlex.join(cmd)}", flush=True)
     if args.dry_run:
         if uploader == "pyocd":

@@ -154,7 +154,7 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
 _EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
                   "flash_base": int, "ram_base": int, "uart_index": int}
 _SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str,
-             "toolchain": str, "link_flags": list}
+             "link_flags": list, "toolchain": str}
 _UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str, "openocd_config": str}
 #: the port of the online Arduino build (PlatformIO's official platforms); every other port is bare metal
 ARDUINO_PORT = "arduino"

@@ -30,9 +30,6 @@ from treegen.device import processes
 
 DEFAULT_QEMU = "qemu-system-arm"
 DEFAULT_ARGS = ("-display", "none", "-monitor", "none", "-icount", "shift=0,align=off,sleep=off")
-#: the Debian package of each QEMU executable a target names (for the "not found" message)
-QEMU_PACKAGES = {"qemu-system-arm": "qemu-system-arm", "qemu-system-riscv32": "qemu-system-misc",
-                 "qemu-system-avr": "qemu-system-misc"}
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -102,9 +99,9 @@ class QemuBoard:
         name = self.target.emulator.get("qemu", DEFAULT_QEMU)
         path = shutil.which(name)
         if path is None:
-            raise TreegenError(f"{name} not found: install QEMU (Debian package "
-                               f"{QEMU_PACKAGES.get(name, 'qemu-system-misc')}, see scripts/setup.sh) to run the "
-                               f"emulated target {self.target.name}")
+            package = "qemu-system-arm" if name == DEFAULT_QEMU else "qemu-system-misc"
+            raise TreegenError(f"{name} not found: install QEMU (Debian package {package}, "
+                               f"see scripts/setup.sh) to run the emulated target {self.target.name}")
         return path
 
     def _stderr_text(self) -> str:

@@ -48,6 +48,10 @@ TOOLCHAIN_PACKAGE = "toolchain-gccarmnoneeabi"
 SCONS_PACKAGE = "tool-scons"
 TOOLCHAIN_PREFIX = "arm-none-eabi-"
 
+#: the Debian packages of a cross compiler (for the "not found" message)
+DEBIAN_TOOLCHAINS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi", "avr-gcc": "gcc-avr avr-libc",
+                     "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"}
+
 #: environment for every ``pio`` call: no telemetry, no upgrade check (no network access)
 PIO_ENV = {"PLATFORMIO_SETTING_ENABLE_TELEMETRY": "no", "PLATFORMIO_DISABLE_UPGRADE_CHECK": "true"}
 
@@ -114,13 +118,6 @@ def toolchain_prefix(target) -> str:
     another family's compiler, e.g. ``avr-gcc``, gives ``avr-``)."""
     cc = _target(target).cc
     return cc[:-3] if cc.endswith("-gcc") else TOOLCHAIN_PREFIX
-
-
-def toolchain_package(target) -> str:
-    """The PlatformIO package that wraps the target's system compiler: ``[soc] toolchain`` (e.g.
-    ``toolchain-riscv``), default ``toolchain-gccarmnoneeabi``; its ``package.json.j2`` lives in
-    ``templates/platformio/packages/<name>/``."""
-    return str(_target(target).soc.get("toolchain", TOOLCHAIN_PACKAGE))
 
 
 def _toolchain_dir(prefix: str = TOOLCHAIN_PREFIX) -> Path:
@@ -258,8 +255,9 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     tool_dir = _toolchain_dir(prefix)
     chain = root / "packages" / package
     (chain / "bin").mkdir(parents=True)
-    (chain / "package.json").write_text(_render(jenv, f"packages/{package}/package.json.j2",
-                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir)),
+    (chain / "package.json").write_text(_render(jenv, f"packages/{TOOLCHAIN_PACKAGE}/package.json.j2",
+                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir),
+                                                package=package, prefix=prefix),
                                         encoding="utf-8")
     tools = sorted(p.name for p in tool_dir.glob(prefix + "*")) if tool_dir.is_dir() else []
     for name in tools or [prefix + n for n in ("gcc", "g++", "as", "ar", "ld", "objcopy", "size")]:
@@ -306,6 +304,12 @@ def baremetal_files(target=None) -> tuple[str, str]:
     return str(soc.get("startup", _BAREMETAL_FILES[0])), str(soc.get("ldscript", _BAREMETAL_FILES[1]))
 
 
+def toolchain_package(target) -> str:
+    """The project-local PlatformIO toolchain package of a bare-metal target (``[soc] toolchain``,
+    default ``toolchain-gccarmnoneeabi``): a package.json and bin/ symlinks to the system's tools."""
+    return str(_target(target).soc.get("toolchain", TOOLCHAIN_PACKAGE))
+
+
 def write_baremetal(src_dir, target=None) -> list[Path]:
     """The target's startup code and linker script (:func:`baremetal_files`; rendered: banner only)
     into ``src_dir``."""
@@ -343,11 +347,6 @@ def _project_env(project: Path) -> str:
     return envs[0]
 
 
-#: the Debian packages that provide a cross compiler (for the "not found" message)
-_TOOLCHAIN_DEBS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi",
-                   "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"}
-
-
 def _check_build_tools(project: Path) -> None:
     from treegen.device.extra import require
 
@@ -355,9 +354,9 @@ def _check_build_tools(project: Path) -> None:
         require(module, package, "building firmware")
     for gcc in sorted((project / "offline" / "packages").glob("toolchain-*/bin/*gcc")):
         if gcc.is_symlink() and not gcc.exists():
-            debs = _TOOLCHAIN_DEBS.get(gcc.name, "of the target's cross compiler")
+            debian = DEBIAN_TOOLCHAINS.get(gcc.name, "gcc-arm-none-eabi libnewlib-arm-none-eabi")
             raise TreegenError(f"{gcc.name} not found (the project links {gcc.readlink()}): install the "
-                               f"Debian packages {debs} (scripts/setup.sh)")
+                               f"Debian packages {debian} (scripts/setup.sh)")
 
 
 def _too_big_from_log(log: str, target: targets_mod.Target | None) -> str | None:

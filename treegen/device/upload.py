@@ -50,16 +50,16 @@ def pyocd_executable() -> str:
     return str(beside) if beside.exists() else "pyocd"
 
 
-def upload_command(target, image, uploader: str | None = None) -> list[str]:
-    """The command that writes ``image`` (an ELF) to the board's flash and resets it: pyOCD's, or
-    OpenOCD's (``uploader``, default the board's ``[upload] uploader``); [] when the board has none."""
+def upload_command(target, image, port: str | None = None) -> list[str]:
+    """The board's uploader command that writes ``image`` (an ELF) to its flash and resets it: pyOCD's,
+    or OpenOCD's through the board's JTAG adapter (``port`` is not used by either: the probe is found
+    on USB); [] when the board has none."""
     t = _target(target)
-    choice = uploader or t.upload.get("uploader") or ("pyocd" if t.upload.get("pyocd_target") else "")
-    if choice == "openocd" and t.upload.get("openocd_config"):
+    if t.upload.get("uploader") == "openocd":
         # OpenOCD's Tcl: braces keep a path with spaces one word
         return ["openocd", "-f", str(t.upload["openocd_config"]), "-c", f"program {{{image}}} verify reset exit"]
     part = t.upload.get("pyocd_target")
-    if choice != "pyocd" or not part:
+    if not part:
         return []
     return [pyocd_executable(), "flash", "--target", str(part), "--format", "elf", str(image)]
 
