@@ -24,11 +24,15 @@ Optional keys (validated when present):
   code and data), ``family`` (str, e.g. ``stm32f4``) and ``[soc.defines]``: C macros of the port
   (``TG_UART_BASE``, ``TG_UART_RX_IRQ``, clock-enable registers and bits, pins, clock; int or str);
   ``startup`` / ``ldscript`` (templates/firmware/ file names, default ``startup_cortexm.c`` /
-  ``cortexm.ld``: another core family brings its own pair).
+  ``cortexm.ld``: another core family brings its own pair); ``toolchain`` (the PlatformIO package
+  wrapping the system compiler, default ``toolchain-gccarmnoneeabi``; RISC-V ``toolchain-riscv``) and
+  ``link_flags`` (list: the C runtime flags of the link, default ``-nostartfiles`` with newlib-nano's
+  specs).
 - ``image`` (str, emulated targets): the board whose firmware image this QEMU machine runs unchanged
   (``qemu-netduinoplus2`` runs ``nucleo_f446re``'s); the image is built for that board.
-- ``[upload]`` (boards): ``uploader`` (``pyocd``), ``pyocd_target`` (pyOCD's part name, e.g.
-  ``stm32f446retx``), ``probe`` (what the user connects, for messages).
+- ``[upload]`` (boards): ``uploader`` (``pyocd`` or ``openocd``), ``pyocd_target`` (pyOCD's part name,
+  e.g. ``stm32f446retx``), ``openocd_config`` (OpenOCD's board config, e.g. ``board/sifive-hifive1.cfg``),
+  ``probe`` (what the user connects, for messages).
 - ``[emulator] uart_index`` (int, default 0): which ``-serial`` option is the harness's UART (QEMU maps
   the n-th ``-serial`` to the machine's n-th UART; the ones before it get ``-serial null``).
 """
@@ -149,8 +153,9 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
 
 _EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
                   "flash_base": int, "ram_base": int, "uart_index": int}
-_SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str}
-_UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str}
+_SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str,
+             "link_flags": list, "toolchain": str}
+_UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str, "openocd_config": str}
 #: the port of the online Arduino build (PlatformIO's official platforms); every other port is bare metal
 ARDUINO_PORT = "arduino"
 _PLATFORMIO_KEYS = {"platform": str, "board": str, "framework": str, "upload_protocol": str,

@@ -99,7 +99,8 @@ class QemuBoard:
         name = self.target.emulator.get("qemu", DEFAULT_QEMU)
         path = shutil.which(name)
         if path is None:
-            raise TreegenError(f"{name} not found: install QEMU (Debian package qemu-system-arm, "
+            package = "qemu-system-arm" if name == DEFAULT_QEMU else "qemu-system-misc"
+            raise TreegenError(f"{name} not found: install QEMU (Debian package {package}, "
                                f"see scripts/setup.sh) to run the emulated target {self.target.name}")
         return path
 

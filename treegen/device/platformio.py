@@ -4,11 +4,14 @@
 
     platformio.ini          one environment for the target (from templates/platformio/platformio.ini.j2)
     src/                    the model and the harness (treegen.device.firmware.write_harness); emulated
-                            targets also get startup_cortexm.c and cortexm.ld
+                            targets also get startup_cortexm.c and cortexm.ld (another core family:
+                            its [soc] startup / ldscript, e.g. startup_riscv.c and riscv.ld)
     offline/                emulated targets only: everything PlatformIO needs, so that it never
       platforms/treegen-qemu/      asks its registry (unreachable here):
         platform.json platform.py builder/main.py boards/<board>.json
       packages/toolchain-gccarmnoneeabi/   package.json + bin/ symlinks to the system arm-none-eabi-*
+                                           (the target's [soc] toolchain: toolchain-riscv for
+                                           riscv64-unknown-elf-*)
       packages/tool-scons/                 package.json + .piopm + scons.py (SCons from pip)
 
 For emulated targets ``platformio.ini`` points ``core_dir``, ``platforms_dir`` and ``packages_dir``
@@ -44,6 +47,10 @@ PLATFORM_VERSION = "1.0.0"
 TOOLCHAIN_PACKAGE = "toolchain-gccarmnoneeabi"
 SCONS_PACKAGE = "tool-scons"
 TOOLCHAIN_PREFIX = "arm-none-eabi-"
+
+#: the Debian packages of a cross compiler (for the "not found" message)
+DEBIAN_TOOLCHAINS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi", "avr-gcc": "gcc-avr avr-libc",
+                     "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"}
 
 #: environment for every ``pio`` call: no telemetry, no upgrade check (no network access)
 PIO_ENV = {"PLATFORMIO_SETTING_ENABLE_TELEMETRY": "no", "PLATFORMIO_DISABLE_UPGRADE_CHECK": "true"}
@@ -221,8 +228,10 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     platform = root / "platforms" / PLATFORM_NAME
     (platform / "builder").mkdir(parents=True)
     (platform / "boards").mkdir()
+    package = toolchain_package(t)
     (platform / "platform.json").write_text(_render(jenv, "platform/platform.json.j2", platform_name=PLATFORM_NAME,
-                                                    platform_version=PLATFORM_VERSION), encoding="utf-8")
+                                                    platform_version=PLATFORM_VERSION, toolchain_package=package),
+                                            encoding="utf-8")
     shutil.copyfile(tpl / "platform" / "platform.py", platform / "platform.py")
     shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
     flash_origin, ram_origin = memory_origins(t)
@@ -233,7 +242,8 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     (platform / "boards" / f"{pio['board']}.json").write_text(
         _render(jenv, "platform/board.json.j2", target=t, emulator=emulator, cpu_flags=list(t.cflags),
                 defines=firmware_defines(t), flash_origin=flash_origin, ram_origin=ram_origin,
-                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix),
+                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix,
+                link_flags=t.soc.get("link_flags")),
         encoding="utf-8")
 
     scons = root / "packages" / SCONS_PACKAGE
@@ -243,10 +253,11 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     shutil.copyfile(tpl / "packages" / SCONS_PACKAGE / "piopm.json", scons / ".piopm")
 
     tool_dir = _toolchain_dir(prefix)
-    chain = root / "packages" / TOOLCHAIN_PACKAGE
+    chain = root / "packages" / package
     (chain / "bin").mkdir(parents=True)
     (chain / "package.json").write_text(_render(jenv, f"packages/{TOOLCHAIN_PACKAGE}/package.json.j2",
-                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir)),
+                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir),
+                                                package=package, prefix=prefix),
                                         encoding="utf-8")
     tools = sorted(p.name for p in tool_dir.glob(prefix + "*")) if tool_dir.is_dir() else []
     for name in tools or [prefix + n for n in ("gcc", "g++", "as", "ar", "ld", "objcopy", "size")]:
@@ -293,6 +304,12 @@ def baremetal_files(target=None) -> tuple[str, str]:
     return str(soc.get("startup", _BAREMETAL_FILES[0])), str(soc.get("ldscript", _BAREMETAL_FILES[1]))
 
 
+def toolchain_package(target) -> str:
+    """The project-local PlatformIO toolchain package of a bare-metal target (``[soc] toolchain``,
+    default ``toolchain-gccarmnoneeabi``): a package.json and bin/ symlinks to the system's tools."""
+    return str(_target(target).soc.get("toolchain", TOOLCHAIN_PACKAGE))
+
+
 def write_baremetal(src_dir, target=None) -> list[Path]:
     """The target's startup code and linker script (:func:`baremetal_files`; rendered: banner only)
     into ``src_dir``."""
@@ -335,10 +352,11 @@ def _check_build_tools(project: Path) -> None:
 
     for module, package in (("platformio", "platformio"), ("SCons", "scons")):
         require(module, package, "building firmware")
-    gcc = project / "offline" / "packages" / TOOLCHAIN_PACKAGE / "bin" / (TOOLCHAIN_PREFIX + "gcc")
-    if gcc.is_symlink() and not gcc.exists():
-        raise TreegenError(f"{TOOLCHAIN_PREFIX}gcc not found (the project links {gcc.readlink()}): install the "
-                           "Debian packages gcc-arm-none-eabi libnewlib-arm-none-eabi (scripts/setup.sh)")
+    for gcc in sorted((project / "offline" / "packages").glob("toolchain-*/bin/*gcc")):
+        if gcc.is_symlink() and not gcc.exists():
+            debian = DEBIAN_TOOLCHAINS.get(gcc.name, "gcc-arm-none-eabi libnewlib-arm-none-eabi")
+            raise TreegenError(f"{gcc.name} not found (the project links {gcc.readlink()}): install the "
+                               f"Debian packages {debian} (scripts/setup.sh)")
 
 
 def _too_big_from_log(log: str, target: targets_mod.Target | None) -> str | None:

@@ -2,8 +2,10 @@
 
 A board's ``[upload]`` table names its uploader (``pyocd`` for the ST and Nordic boards: pyOCD drives
 the ST-LINK and CMSIS-DAP/DAPLink probes those boards carry) and pyOCD's part name
-(``pyocd_target``). ``--uploader platformio`` uses PlatformIO's own upload of the project instead
-(``pio run -t upload``; the online Arduino build's only way). :func:`upload_command` is what
+(``pyocd_target``), or ``openocd`` and OpenOCD's board configuration (``openocd_config``: the
+HiFive1's ``board/sifive-hifive1.cfg``; OpenOCD drives its FTDI JTAG adapter, and J-Link probes too).
+``--uploader platformio`` uses PlatformIO's own upload of the project instead (``pio run -t upload``;
+the online Arduino build's only way). :func:`upload_command` is what
 ``treegen flash --dry-run`` prints; :func:`check_probe` fails in about a second, with one line naming
 the probe to connect, when pyOCD sees none.
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 from treegen.core import targets as targets_mod
 from treegen.core.errors import TreegenError
 
-UPLOADERS = ("pyocd", "platformio")
+UPLOADERS = ("pyocd", "openocd", "platformio")
 
 
 def _target(target) -> targets_mod.Target:
@@ -33,6 +35,9 @@ def uploader_for(target, override: str | None = None) -> str:
     if choice == "pyocd" and not t.upload.get("pyocd_target"):
         raise TreegenError(f"target {t.name!r} has no pyOCD part name ([upload] pyocd_target): "
                            "use --uploader platformio")
+    if choice == "openocd" and not t.upload.get("openocd_config"):
+        raise TreegenError(f"target {t.name!r} has no OpenOCD configuration ([upload] openocd_config): "
+                           "use --uploader platformio")
     return choice
 
 
@@ -45,13 +50,27 @@ def pyocd_executable() -> str:
     return str(beside) if beside.exists() else "pyocd"
 
 
-def upload_command(target, image) -> list[str]:
-    """pyOCD's command that writes ``image`` (an ELF) to the board's flash and resets it."""
+def upload_command(target, image, port: str | None = None) -> list[str]:
+    """The board's uploader command that writes ``image`` (an ELF) to its flash and resets it: pyOCD's,
+    or OpenOCD's through the board's JTAG adapter (``port`` is not used by either: the probe is found
+    on USB); [] when the board has none."""
     t = _target(target)
+    if t.upload.get("uploader") == "openocd":
+        # OpenOCD's Tcl: braces keep a path with spaces one word
+        return ["openocd", "-f", str(t.upload["openocd_config"]), "-c", f"program {{{image}}} verify reset exit"]
     part = t.upload.get("pyocd_target")
     if not part:
         return []
     return [pyocd_executable(), "flash", "--target", str(part), "--format", "elf", str(image)]
+
+
+def check_openocd(target) -> None:
+    """Raise a one-line :class:`TreegenError` when OpenOCD is not installed (it reports a missing probe
+    itself, in its output, with a non-zero exit status)."""
+    t = _target(target)
+    if shutil.which("openocd") is None:
+        raise TreegenError(f"openocd not found: install OpenOCD (Debian package openocd) to upload to {t.name}, "
+                           "or run the command 'treegen flash --dry-run' prints where it is installed")
 
 
 def _require_pyocd():
