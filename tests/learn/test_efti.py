@@ -26,7 +26,7 @@ def test_dipole_hyperplane_separates_its_dipole():
     ev = _evolver("gls")
     for _ in range(300):
         state = ev.rng.state
-        w, theta = ev.dipole_hyperplane(None)
+        w, theta = ev.dipole_hyperplane(None, ev.root)
         # replay the draws to recover the dipole
         ev.rng.state = state
         i = ev.rng.below(ev.n)
@@ -44,7 +44,7 @@ def test_dipole_prefers_the_leaf_members_when_they_hold_two_classes():
     ev = _evolver("irs")
     members = np.concatenate([np.flatnonzero(ev.y == 1)[:20], np.flatnonzero(ev.y == 2)[:20]])
     for _ in range(50):
-        w, theta = ev.dipole_hyperplane(members)
+        w, theta = ev.dipole_hyperplane(members, ev.root)
         # w is a difference of two member rows: every dipole end must be a member
         diffs = ev.X[members][:, None, :] - ev.X[members][None, :, :]
         assert np.any(np.all(diffs == w, axis=2))
