@@ -14,7 +14,12 @@ bootstrap samples of |T| rows, ``max_features`` features (default ``sqrt``):
   its own attributes (``EFTIParams.node_features``);
 * ``tree``: ``RFClassifier(base='efti', feature_bagging='tree')``: one attribute subset per tree
   (today's oblique forest, the default of ``base='efti'``);
-* ``sk``: scikit-learn's ``RandomForestClassifier`` (per split, fully grown trees).
+* ``sk``: scikit-learn's ``RandomForestClassifier`` (per split, fully grown trees);
+* ``all`` (only with ``--methods``): bagged EFTI trees on every attribute (``feature_bagging='tree'``,
+  ``max_features='all'``), no attribute sampling at all.
+
+``--methods`` picks and orders the forests (default ``node,tree,sk``); the comparisons under the table
+are the first forest against each of the others.
 
 Both EFTI forests run ``--iters`` iterations per tree with the native engine (Ko = 0.01, the rest of
 the EFTI defaults). Per dataset and forest: mean test accuracy over the 10 folds with its 95 % CI
@@ -45,7 +50,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 DATASETS = REPO.parent / "shared" / "datasets"
 DEFAULT = "ger,thy,bcw,pid,ion,son,gls,liv,hrts,veh"
-METHODS = ("node", "tree", "sk")
+METHODS = ("node", "tree", "sk", "all")
+LABELS = {"node": "per-node EFTI forest", "tree": "per-tree EFTI forest", "sk": "sklearn RF",
+          "all": "bagged EFTI (all attributes)"}
 
 
 def commit() -> str:
@@ -74,14 +81,15 @@ def fit_fold(name: str, X: np.ndarray, y: np.ndarray, tr: np.ndarray, seed: int,
 
     values, counts = np.unique(y[tr], return_counts=True)
     out = {"seed": seed, "majority": float(np.mean(y[~tr] == values[counts.argmax()]))}
-    for m in METHODS:
+    for m in args.methods:
         t0 = time.perf_counter()
         if m == "sk":
             est = RandomForestClassifier(n_estimators=args.trees, max_features=args.max_features, bootstrap=True,
                                          random_state=seed, n_jobs=1).fit(X[tr], y[tr])
             leaves = int(sum(e.tree_.n_leaves for e in est.estimators_))
         else:
-            est = RFClassifier(n_trees=args.trees, base="efti", feature_bagging=m, max_features=args.max_features,
+            bagging, k = ("tree", "all") if m == "all" else (m, args.max_features)
+            est = RFClassifier(n_trees=args.trees, base="efti", feature_bagging=bagging, max_features=k,
                                max_iter=args.iters, random_state=seed, n_jobs=1).fit(X[tr], y[tr])
             leaves = int(sum(t.n_leaves for t in est.trees_))
         fit_s = time.perf_counter() - t0
@@ -92,49 +100,49 @@ def fit_fold(name: str, X: np.ndarray, y: np.ndarray, tr: np.ndarray, seed: int,
     return out
 
 
-def summarise(rec: dict) -> dict:
+def summarise(rec: dict, methods) -> dict:
     from treegen.core.metrics import mean_ci95
 
     F = rec["folds"]
     s = {"majority": float(np.mean([f["majority"] for f in F]))}
-    for m in METHODS:
+    for m in methods:
         mean, ci = mean_ci95([f[m]["acc"] for f in F])
         s[m] = {"acc": mean, "ci95": ci, "leaves": float(np.mean([f[m]["leaves"] for f in F])),
                 "flash": F[0][m].get("flash"), "fit_s": float(np.sum([f[m]["fit_s"] for f in F]))}
-    s["node_wins"] = int(sum(f["node"]["acc"] > f["tree"]["acc"] for f in F))
-    s["node_losses"] = int(sum(f["node"]["acc"] < f["tree"]["acc"] for f in F))
+    a, b = methods[0], methods[1]
+    s["first_wins"] = int(sum(f[a]["acc"] > f[b]["acc"] for f in F))
+    s["first_losses"] = int(sum(f[a]["acc"] < f[b]["acc"] for f in F))
     return s
 
 
 def table(results: list, args, cmd: str, rev: str) -> str:
-    lines = ["| dataset | majority | per-node EFTI forest | per-tree EFTI forest | sklearn RF | node vs tree folds "
-             "(won-lost) | leaves node / tree / sk | flash B node / tree / sk | fit s node / tree / sk |",
-             "|" + "---|" * 9]
+    ms = args.methods
+    short = " / ".join(ms)
+    lines = ["| dataset | majority | " + " | ".join(LABELS[m] for m in ms) + f" | {ms[0]} vs {ms[1]} folds "
+             f"(won-lost) | leaves {short} | flash B {short} | fit s {short} |",
+             "|" + "---|" * (len(ms) + 6)]
     for rec in results:
         s = rec["summary"]
-
-        def acc(m):
-            return f"{100 * s[m]['acc']:.2f} ± {100 * s[m]['ci95']:.2f}"
-
-        fl = " / ".join("-" if s[m]["flash"] is None else str(s[m]["flash"]) for m in METHODS)
-        lines.append(f"| {rec['dataset']} | {100 * s['majority']:.2f} | {acc('node')} | {acc('tree')} | {acc('sk')} | "
-                     f"{s['node_wins']}-{s['node_losses']} | "
-                     + " / ".join(f"{s[m]['leaves']:.0f}" for m in METHODS) + f" | {fl} | "
-                     + " / ".join(f"{s[m]['fit_s']:.0f}" for m in METHODS) + " |")
+        fl = " / ".join("-" if s[m]["flash"] is None else str(s[m]["flash"]) for m in ms)
+        lines.append(f"| {rec['dataset']} | {100 * s['majority']:.2f} | "
+                     + " | ".join(f"{100 * s[m]['acc']:.2f} ± {100 * s[m]['ci95']:.2f}" for m in ms)
+                     + f" | {s['first_wins']}-{s['first_losses']} | "
+                     + " / ".join(f"{s[m]['leaves']:.0f}" for m in ms) + f" | {fl} | "
+                     + " / ".join(f"{s[m]['fit_s']:.0f}" for m in ms) + " |")
     lines.append("")
     if len(results) >= 5:
         from scipy.stats import wilcoxon
 
-        a = [r["summary"]["node"]["acc"] for r in results]
-        b = [r["summary"]["tree"]["acc"] for r in results]
-        c = [r["summary"]["sk"]["acc"] for r in results]
-        wins = sum(x > y for x, y in zip(a, b))
-        losses = sum(x < y for x, y in zip(a, b))
-        lines.append(f"per-node vs per-tree EFTI forest over {len(results)} datasets: {wins} wins / "
-                     f"{len(results) - wins - losses} ties / {losses} losses, Wilcoxon signed-rank p = "
-                     f"{wilcoxon(a, b).pvalue:.4f}; per-node vs sklearn RF: "
-                     f"{sum(x > y for x, y in zip(a, c))} wins / {sum(x < y for x, y in zip(a, c))} losses, "
-                     f"p = {wilcoxon(a, c).pvalue:.4f}")
+        a = [r["summary"][ms[0]]["acc"] for r in results]
+        parts = []
+        for m in ms[1:]:
+            b = [r["summary"][m]["acc"] for r in results]
+            wins = sum(x > y for x, y in zip(a, b))
+            losses = sum(x < y for x, y in zip(a, b))
+            parts.append(f"{LABELS[ms[0]]} vs {LABELS[m]} over {len(results)} datasets: {wins} wins / "
+                         f"{len(results) - wins - losses} ties / {losses} losses, Wilcoxon signed-rank p = "
+                         f"{wilcoxon(a, b).pvalue:.4f}")
+        lines.append("; ".join(parts))
     lines.append(f"5x2 CV (folds of bench/forest_bench.py), {args.trees} trees per forest, max_features="
                  f"{args.max_features} (per node / per tree / per split), bootstrap |T|, EFTI {args.iters} iterations "
                  f"per tree (native engine, Ko 0.01); accuracy in % (mean ± 95 % CI over the 10 folds); leaves: "
@@ -155,8 +163,12 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", default=DEFAULT)
     ap.add_argument("--target", default="cortex-m4")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "forest_node_bench"))
+    ap.add_argument("--methods", default="node,tree,sk")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args(argv)
+    args.methods = args.methods.split(",")
+    if len(args.methods) < 2 or any(m not in METHODS for m in args.methods):
+        ap.error(f"--methods: two or more of {', '.join(METHODS)}")
     if args.max_features not in ("sqrt", "log2"):
         args.max_features = int(args.max_features)
     cmd = "python bench/forest_node_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -176,8 +188,8 @@ def main(argv=None) -> int:
         for r, f, tr in folds_5x2(y):
             fold = fit_fold(name, X, y, tr, 10 * r + f, args, measure=(r == 0 and f == 0))
             rec["folds"].append(fold)
-            print(name, r, f, {m: round(fold[m]["acc"], 4) for m in METHODS}, flush=True)
-        rec["summary"] = summarise(rec)
+            print(name, r, f, {m: round(fold[m]["acc"], 4) for m in args.methods}, flush=True)
+        rec["summary"] = summarise(rec, args.methods)
         results.append(rec)
         text = table(results, args, cmd, rev)
         print(text.splitlines()[len(results) + 1], flush=True)
