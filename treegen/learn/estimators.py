@@ -540,8 +540,8 @@ class RFClassifier(TreeClassifier):
             raise TreegenError(f"feature_bagging='split' needs base='cart' (base {self.base!r} samples "
                                "features per tree, feature_bagging='tree', or for efti per node, 'node')")
         if bagging == "node" and self.base != "efti":
-            raise TreegenError(f"feature_bagging='node' needs base='efti' (base {self.base!r}: "
-                               "'split' for cart, 'tree' for gp)")
+            raise TreegenError(f"feature_bagging='node' needs base='efti' (for base {self.base!r}: "
+                               "'tree', or 'split' with cart)")
         if self.base == "cart":
             base_params = {"criterion": self.criterion, "max_depth": self.max_depth,
                            "min_samples_leaf": self.min_samples_leaf}
