@@ -107,7 +107,8 @@ def test_node_sampling_build_compiles_strictly_for_cortex_m4(tmp_path):
     for name, text in sources.items():
         (tmp_path / name).write_text(text)
     res = subprocess.run([cc, "-mcpu=cortex-m4", "-mthumb", "-Os", *engine.STRICT_FLAGS, "-c",
-                          str(tmp_path / "tg_efti.c"), "-o", str(tmp_path / "tg_efti.o")], capture_output=True, text=True)
+                          str(tmp_path / "tg_efti.c"), "-o", str(tmp_path / "tg_efti.o")],
+                         capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
 
 
