@@ -121,9 +121,8 @@ class EFTIClassifier(TreeClassifier):
         self._store_params(locals())
 
     def _induce(self, X, y, n_classes):
-        from treegen.learn.inducers import efti
-
         from treegen.learn.forest import resolve_max_features
+        from treegen.learn.inducers import efti
 
         k = resolve_max_features(self.max_features, X.shape[1])
         params = self._params_for(efti.EFTIParams, node_features=k if k < X.shape[1] else 0)
