@@ -30,6 +30,9 @@
 #define TG_TRAIN_FLAG_DSP 0x2u
 #define TG_TRAIN_FLAG_MVE 0x8u
 #define TG_TRAIN_FLAG_FLASH 0x4u
+{% if vicinal %}
+#define TG_TRAIN_FLAG_VICINAL 0x10u   /* the engine rates trees by the vicinal risk (widths in flash) */
+{% endif %}
 
 #define TG_TRAIN_SOURCE_RAM 0u
 #define TG_TRAIN_SOURCE_FLASH 1u
@@ -40,6 +43,11 @@
 {% if flash_rows %}
 #if TG_EFTI_DATA_ROWS > TG_EFTI_MAX_INST || TG_EFTI_DATA_ATTR > TG_EFTI_MAX_ATTR
 #error "the flash data exceed the engine's generated sizes"
+#endif
+{% endif %}
+{% if vicinal %}
+#if !defined(TG_EFTI_VICINAL) || !defined(TG_EFTI_DATA_VICINAL)
+#error "vicinal-risk training needs the engine's TG_EFTI_VICINAL and the widths of the flash data"
 #endif
 {% endif %}
 
@@ -122,6 +130,9 @@ static int tg_train_info(uint16_t len, uint8_t *out, uint16_t *out_len)
     if (TG_TRAIN_FLASH_ROWS > 0u) {
         flags |= TG_TRAIN_FLAG_FLASH;
     }
+{% if vicinal %}
+    flags |= TG_TRAIN_FLAG_VICINAL;
+{% endif %}
     tg_put_u32(out, (uint32_t)TG_EFTI_MAX_INST);
     tg_put_u32(out + 4, (uint32_t)TG_TRAIN_BUFFER_ROWS);
     tg_put_u16(out + 8, (uint16_t)TG_EFTI_MAX_ATTR);
@@ -252,6 +263,12 @@ static int tg_train_run(const uint8_t *in, uint16_t len, uint8_t *out, uint16_t 
     if (n_iter == 0u || n_rows < 2u || n_rows > available) {
         return (int)TG_ERR_BAD_PAYLOAD;
     }
+{% if vicinal %}
+    /* the vicinal risk's widths belong to all the flash rows: train on exactly those */
+    if (source != TG_TRAIN_SOURCE_FLASH || n_rows != (uint32_t)TG_EFTI_DATA_ROWS) {
+        return (int)TG_ERR_BAD_PAYLOAD;
+    }
+{% endif %}
     if (n_rows > TG_EFTI_MAX_INST) {
         return (int)TG_ERR_TOO_LARGE;
     }
@@ -271,6 +288,9 @@ static int tg_train_run(const uint8_t *in, uint16_t len, uint8_t *out, uint16_t 
     tg_train_data.n = n_rows;
     tg_train_data.n_attr = n_attr;
     tg_train_data.n_classes = n_classes;
+{% if vicinal %}
+    tg_efti_vicinal(tg_efti_data_sigma_q15);
+{% endif %}
     prev = tg_port_counter();
     if (tg_efti_init(&tg_train_cfg, &tg_train_data) != TG_EFTI_OK) {
         return (int)TG_ERR_BAD_PAYLOAD;

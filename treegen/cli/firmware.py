@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range, kib,
-                                model_names)
+                                model_names, positive_float)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import TreegenError
@@ -19,6 +19,7 @@ from treegen.core.output import Output, check_paths
 from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
+from treegen.learn.vicinal import DEFAULT_SIGMA2
 
 FRAMEWORKS = ("baremetal", "arduino")      # treegen.device.platformio.FRAMEWORKS (not imported: device is lazy)
 UPLOADERS = ("pyocd", "openocd", "platformio")   # treegen.device.upload.UPLOADERS
@@ -68,6 +69,10 @@ def _add_firmware_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--label", metavar="NAME", help="--train: label column of --data (default: last)")
     g.add_argument("--max-depth", type=int_range(1, MAX_EFTI_DEPTH), metavar="D",
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
+    g.add_argument("--risk", choices=("empirical", "vicinal"), default=None,
+                   help="--train: the fitness's risk (default empirical; vicinal: widths and Phi table in flash)")
+    g.add_argument("--vicinity-sigma2", type=positive_float, default=None, metavar="S",
+                   help="--train --risk vicinal: kernel variance per attribute variance (default 0.1)")
 
 
 def _firmware_project(args):
@@ -108,8 +113,12 @@ def _print_model_linked(src: Path, model, target) -> None:
 
 
 def _check_train_flags(args) -> None:
-    if not args.train and (args.data is not None or args.max_depth is not None or args.label is not None):
-        raise TreegenError("--data, --label and --max-depth of build/flash only apply with --train")
+    if not args.train and (args.data is not None or args.max_depth is not None or args.label is not None
+                           or args.risk is not None or args.vicinity_sigma2 is not None):
+        raise TreegenError("--data, --label, --max-depth, --risk and --vicinity-sigma2 of build/flash only apply "
+                           "with --train")
+    if args.vicinity_sigma2 is not None and args.risk != "vicinal":
+        raise TreegenError("--vicinity-sigma2 goes with --risk vicinal")
     if args.train and args.data is None:
         raise TreegenError("--train needs --data CSV: the training rows size the engine's buffers")
 
@@ -126,10 +135,14 @@ def _train_spec(args, model, target):
     n, A = Xq.shape
     params = params_from_model(model, max_depth=args.max_depth)
     # the rows go into flash with the firmware; without --max-depth the depth is lowered until the engine fits
+    risk_kw = {}
+    if args.risk == "vicinal":
+        risk_kw = {"risk": "vicinal",
+                   "vicinity_sigma2": DEFAULT_SIGMA2 if args.vicinity_sigma2 is None else args.vicinity_sigma2}
     spec = make_train_spec(target, params, flash_data=(Xq, y, C), flash_source=str(args.data), dsp=args.variant,
-                           depth_auto=args.max_depth is None)
+                           depth_auto=args.max_depth is None, **risk_kw)
     print(f"training        engine for {n} rows x {A} attributes, {C} classes, depth {'<= ' if args.max_depth is None else ''}"
-          f"{spec.max_depth} (rows from {args.data}, in flash)")
+          f"{spec.max_depth} (rows from {args.data}, in flash){', vicinal risk' if spec.vicinal else ''}")
     return spec
 
 

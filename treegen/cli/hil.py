@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_range,
-                                model_names, timeout_seconds)
+                                model_names, positive_float, timeout_seconds)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import DataError, TreegenError
@@ -17,6 +17,7 @@ from treegen.core.targets import get as get_target
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
 from treegen.learn.inducers.efti import MAX_SEED
+from treegen.learn.vicinal import DEFAULT_SIGMA2
 
 
 def register(sub) -> None:
@@ -60,6 +61,11 @@ def register(sub) -> None:
                    help="--train: EFTI iterations (default 2000)")
     g.add_argument("--seed", type=int_range(0, MAX_SEED), default=0, metavar="S",
                    help="--train: random seed (default 0, as for fit and cv)")
+    g.add_argument("--risk", choices=("empirical", "vicinal"), default=None,
+                   help="--train: the fitness's risk (default empirical); vicinal = the rows' Gaussian-kernel "
+                        "probability of correct classification (integer Q16, widths and Phi table in flash)")
+    g.add_argument("--vicinity-sigma2", type=positive_float, default=None, metavar="S",
+                   help="--train --risk vicinal: kernel variance per attribute variance (default 0.1)")
     p.set_defaults(func=cmd_hil)
 
 
@@ -79,6 +85,10 @@ def cmd_hil(args) -> int:
     print(f"model           {args.model}  (sha256 {model.hash()[:16]})")
     print(f"target          {target.name}  ({target.kind}: {target.description})")
     print(f"data            {args.data}  ({ds.n_rows} rows)", flush=True)
+    if not args.train and (args.risk is not None or args.vicinity_sigma2 is not None):
+        raise TreegenError("--risk and --vicinity-sigma2 go with --train")
+    if args.vicinity_sigma2 is not None and args.risk != "vicinal":
+        raise TreegenError("--vicinity-sigma2 goes with --risk vicinal")
     if args.train:
         if args.port is not None:
             return cmd_hil_train(args, model, target, ds, out)
@@ -164,6 +174,9 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
     Xq, y, C, _ = training_rows(ds.X, ds.labels if ds.labels.shape[0] else None, model=model)
     n, A = Xq.shape
     params = params_from_model(model)
+    risk = args.risk or "empirical"
+    sigma2 = args.vicinity_sigma2 if args.vicinity_sigma2 is not None else DEFAULT_SIGMA2
+    risk_kw = {"risk": risk, "vicinity_sigma2": sigma2} if risk == "vicinal" else {}
     report: dict = {"mode": "train", "target": target.name, "model": str(args.model), "ok": False, "error": None}
     fw = None
     try:
@@ -171,7 +184,7 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
         if args.port is None:
             # the rows come with the firmware (flash); the engine's mode and depth follow the target's RAM
             spec = make_train_spec(target, params, flash_data=(Xq, y, C), flash_source=str(args.data),
-                                   dsp=args.variant or "auto", depth_auto=True)
+                                   dsp=args.variant or "auto", depth_auto=True, **risk_kw)
             fw = build_train_firmware(model, target, out, spec, layout=args.layout or "table",
                                       variant=args.variant or "auto")
             sizes = "" if fw.ram_bytes is None else f"; flash {fw.flash_bytes} / RAM {fw.ram_bytes} bytes"
@@ -180,7 +193,7 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
             params = s.params
             source = "flash"
             print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, up to {s.n_classes} classes, "
-                  f"{mode_name(s)}, {s.variant} dot product")
+                  f"{mode_name(s)}, {s.variant} dot product{', vicinal risk' if s.vicinal else ''}")
             if s.max_depth != params_from_model(model).max_depth:
                 print(f"                maximum depth {params_from_model(model).max_depth} -> {s.max_depth}: the node "
                       f"pool that fits {target.name}'s {target.ram_kb} KiB RAM")
@@ -193,7 +206,7 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
             if args.port is not None:
                 params, source = device_training_setup(dev.client, params, n, A)
             result = run_train_hil(params, (Xq, y), dev.client, args.seed, args.iters, n_classes=C, source=source,
-                                   log=None if args.quiet else (lambda m: print(f"                {m}", flush=True)))
+                                   **risk_kw, log=None if args.quiet else (lambda m: print(f"                {m}", flush=True)))
         report.update(result)
         report["firmware"] = None if fw is None else str(fw.path)
     except TreegenError as exc:

@@ -41,6 +41,8 @@ from treegen.core.codegen import check_overwrite, comment_text, prepare_out_dir,
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 from treegen.emit.options import resolve_variant
+from treegen.learn import vicinal as vicinal_risk
+from treegen.learn import vicinal_q16
 from treegen.learn.engine import config_tables, max_coef_mutations, render_engine
 from treegen.learn.inducers.efti import MAX_COEF_MUTATIONS, EFTIParams
 
@@ -84,6 +86,17 @@ class TrainSpec:
     mve: bool = False              # Helium (MVE) VMLALDAVA dot products (Cortex-M55)
     dot_probe: bool = False        # benchmarks only: every dot product computed twice (its cost, same result)
     retest_probe: bool = False     # benchmarks only: every common-case re-test computed twice (likewise)
+    vicinal_sigma: np.ndarray | None = None   # vicinal risk: kernel widths (Q15, uint16, one per attribute)
+    vicinity_sigma2: float = 0.0   # ... and the kernel variance they were computed with
+
+    @property
+    def vicinal(self) -> bool:
+        """The engine rates trees by the vicinal risk (TG_EFTI_VICINAL; widths const in flash)."""
+        return self.vicinal_sigma is not None
+
+    @property
+    def risk(self) -> str:
+        return "vicinal" if self.vicinal else "empirical"
 
     @property
     def variant(self) -> str:
@@ -106,21 +119,33 @@ class TrainSpec:
                 "partial": self.partial, "dsp": self.dsp, "mve": self.mve, "profile": self.profile,
                 "dot_probe": self.dot_probe, "retest_probe": self.retest_probe,
                 "max_coef_mut": max_coef_mutations(self.max_depth, self.n_attr,
-                                                   self.params.coefficient_mutation_rate)}
+                                                   self.params.coefficient_mutation_rate),
+                # the vicinal risk only when asked for: the empirical engine's sources stay byte-identical
+                **({"vicinal": True, "phi": [int(v) for v in vicinal_q16.phi_table()]} if self.vicinal else {})}
 
     def summary(self) -> dict:
         return {"max_rows": self.max_rows, "n_attr": self.n_attr, "n_classes": self.n_classes,
                 "max_depth": self.max_depth, "buffer_rows": self.buffer_rows, "flash_rows": self.flash_rows,
                 "partial": self.partial, "dsp": self.dsp, "mve": self.mve, "variant": self.variant,
-                "params_digest": params_digest(self.params).hex()}
+                "risk": self.risk, "params_digest": self.digest().hex(),
+                **({"vicinity_sigma2": self.vicinity_sigma2} if self.vicinal else {})}
+
+    def digest(self) -> bytes:
+        """The engine's parameter digest (TRAIN_INFO): :func:`params_digest` with the risk."""
+        return params_digest(self.params, risk=self.risk, vicinity_sigma2=self.vicinity_sigma2)
 
 
-def params_digest(params: EFTIParams) -> bytes:
+def params_digest(params: EFTIParams, *, risk: str = "empirical", vicinity_sigma2: float = 0.0) -> bytes:
     """8 bytes identifying the EFTI parameters that shape the generated tables (max_iter and
-    partial_reclassification excluded: they do not change the tables or the result)."""
+    partial_reclassification excluded: they do not change the tables or the result); with
+    ``risk='vicinal'`` also the risk and the kernel variance (the empirical digest is the one it
+    always was)."""
     d = {k: v for k, v in asdict(params).items() if k not in _RUNTIME_FIELDS}
     if not d.get("node_features"):        # off (the only setting devices run): the digest it always had
         d.pop("node_features", None)
+    if risk == "vicinal":
+        d["risk"] = "vicinal"
+        d["vicinity_sigma2"] = float(vicinity_sigma2)
     blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).digest()[:DIGEST_BYTES]
 
@@ -159,7 +184,8 @@ def _flash_data(flash_data):
 def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int | None = None,
                     n_attr: int | None = None, n_classes: int | None = None, buffer_rows: int | None = None,
                     flash_data=None, partial: bool | None = None, dsp="auto", flash_source: str = "",
-                    depth_auto: bool = False) -> TrainSpec:
+                    depth_auto: bool = False, risk: str = "empirical",
+                    vicinity_sigma2: float = vicinal_risk.DEFAULT_SIGMA2) -> TrainSpec:
     """The engine configuration for ``target``.
 
     ``max_rows`` / ``n_attr`` / ``n_classes``: the largest data set one run takes (rows, attributes,
@@ -170,7 +196,10 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     partial reclassification in (None: when RAM allows, see :func:`check_ram`). ``dsp``: ``auto``
     (``mve`` on targets with Helium, else ``dsp`` with the DSP extension, else ``scalar``), ``scalar``,
     ``dsp`` or ``mve``. ``depth_auto``: ``params.max_depth`` is the
-    largest depth; :func:`check_ram` lowers it until the engine fits the target.
+    largest depth; :func:`check_ram` lowers it until the engine fits the target. ``risk='vicinal'``:
+    the engine rates trees by the vicinal risk (:mod:`treegen.learn.vicinal_q16`) with kernel widths
+    computed here from the flash data (``vicinity_sigma2`` per attribute variance) and compiled into
+    flash beside them, with the Phi table: it needs ``flash_data`` (at most 65535 rows).
     """
     tgt = _target(target)
     params = (params or EFTIParams()).validate()
@@ -203,12 +232,30 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     if fx is None and buffer_rows == 0:
         raise TreegenError("on-device training needs a RAM buffer (buffer_rows > 0) or data compiled into flash")
     variant = _resolve_dsp(dsp, tgt)
+    sigma = _vicinal_widths(risk, vicinity_sigma2, fx, rows)
     spec = TrainSpec(params, rows, attr, classes, buffer_rows, True if partial is None else bool(partial),
-                     variant == "dsp", fx, fy, fc, flash_source, mve=variant == "mve")
+                     variant == "dsp", fx, fy, fc, flash_source, mve=variant == "mve", vicinal_sigma=sigma,
+                     vicinity_sigma2=float(vicinity_sigma2) if sigma is not None else 0.0)
     spec.notes.append("partial=auto" if partial is None else f"partial={bool(partial)}")
     if depth_auto:
         spec.notes.append("depth=auto")
     return spec
+
+
+def _vicinal_widths(risk: str, sigma2, fx, rows: int) -> np.ndarray | None:
+    """The vicinal risk's kernel widths (Q15, uint16) of the flash rows ``fx``, or None (empirical risk)."""
+    if vicinal_risk.check_risk(risk) != "vicinal":
+        return None
+    if fx is None:
+        raise TreegenError("vicinal-risk training on the device needs the rows in flash (the kernel widths are "
+                           "computed from them when the firmware is generated): give the training data at build time")
+    if rows > 65535:
+        raise TreegenError(f"vicinal-risk training on the device supports at most 65535 rows (the integer fitness "
+                           f"stays within 64 bits), got {rows}")
+    if isinstance(sigma2, str) or not (float(sigma2) > 0.0 and math.isfinite(float(sigma2))):
+        raise TreegenError(f"vicinal-risk training on the device needs a kernel variance > 0 (a number), got {sigma2!r}")
+    X01 = fx.astype(np.int64) / float(1 << 15)
+    return vicinal_q16.sigma_q15(X01, float(sigma2)).astype(np.uint16)
 
 
 # ---------------------------------------------------------------------- memory
@@ -234,6 +281,8 @@ def engine_static_bytes(sizes: dict, ptr_bytes: int = 4) -> int:
     n += 4 + 4 + 4 + 8 + 8                                         # evolution state
     if sizes.get("profile"):
         n += 5 * 8 + 4
+    if sizes.get("vicinal"):                                       # widths pointer, spreads, leaf classes, purity
+        n += ptr_bytes + N * 8 + N + N * 2                         # (the Phi table is const: flash)
     return n
 
 
@@ -278,7 +327,8 @@ def estimate_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int =
 def stack_need(spec: TrainSpec) -> int:
     """Stack the training firmware's deepest call needs (an allowance: harness frames + the engine's
     per-node and per-level locals)."""
-    return 1024 + 2 * spec.sizes()["max_nodes"] + 64 * (spec.max_depth + 2)
+    vicinal = 8 * (spec.max_depth + 2) + 64 if spec.vicinal else 0     # vic_hits' mass stack
+    return 1024 + 2 * spec.sizes()["max_nodes"] + 64 * (spec.max_depth + 2) + vicinal
 
 
 def _kib(n: int) -> int:
@@ -304,6 +354,10 @@ def flash_need(spec: TrainSpec) -> dict:
     tables = 4 * 1024 + sum(L * 12 + (c + 1) * 4 for c in range(2, spec.n_classes + 1))
     data = spec.flash_rows * (2 * spec.n_attr + 1)
     code = 12 * 1024
+    if spec.vicinal:                       # Phi table (1024 x u32), the widths, the recursion's code
+        tables += 4 * vicinal_q16.PHI_SIZE
+        data += 2 * spec.n_attr
+        code += 2 * 1024
     return {"tables": tables, "data": data, "code": code, "total": tables + data + code}
 
 
@@ -389,8 +443,10 @@ def _config_context(spec: TrainSpec) -> dict:
         t = config_tables(params, c, sizes)
         first = first or t
         tables.append({"n_classes": c, "topo": t["topo"], "pen": t["pen"], "miss": t["miss"]})
-    digest = params_digest(params)
+    digest = spec.digest()
     lines = [comment_text(f"{k} = {v!r}") for k, v in asdict(params).items() if k not in _RUNTIME_FIELDS]
+    if spec.vicinal:
+        lines.append(comment_text(f"risk = 'vicinal', vicinity_sigma2 = {spec.vicinity_sigma2!r}"))
     return {
         "version": __version__, "params_lines": lines, "digest": list(digest), "digest_hex": digest.hex(),
         "max_classes": spec.n_classes, "max_depth": spec.max_depth, "max_leaves": sizes["max_leaves"],
@@ -411,7 +467,9 @@ def render_engine_files(out_dir, spec: TrainSpec, *, force: bool = False) -> lis
     if spec.flash_x is not None:
         dctx = {"version": __version__, "n_rows": spec.flash_rows, "n_attr": int(spec.flash_x.shape[1]),
                 "n_classes": spec.flash_classes, "source": comment_text(spec.flash_source or "arrays"),
-                "rows": spec.flash_x.astype(np.int64).tolist(), "labels": spec.flash_y.astype(np.int64).tolist()}
+                "rows": spec.flash_x.astype(np.int64).tolist(), "labels": spec.flash_y.astype(np.int64).tolist(),
+                "sigma": None if spec.vicinal_sigma is None else spec.vicinal_sigma.astype(np.int64).tolist(),
+                "sigma2": spec.vicinity_sigma2}
         for name in DATA_FILES:
             files.append(write_generated(out / name, render(f"efti/{name}.j2", dctx), force=force))
     return files
@@ -422,7 +480,7 @@ def render_train_sources(out_dir, spec: TrainSpec) -> list[Path]:
     out = prepare_out_dir(out_dir)
     files = render_engine_files(out, spec)
     ctx = {"version": __version__, "buffer_rows": spec.buffer_rows, "flash_rows": spec.flash_rows,
-           "dsp": spec.dsp, "mve": spec.mve}
+           "dsp": spec.dsp, "mve": spec.mve, "vicinal": spec.vicinal}
     for name in ("tg_train.h", "tg_train.c"):
         files.append(write_generated(out / name, render(f"firmware/{name}", ctx)))
     return files

@@ -89,6 +89,15 @@ class TrainInfo:
     def has_flash_data(self) -> bool:
         return bool(self.flags & 4)
 
+    @property
+    def vicinal(self) -> bool:
+        """The engine rates trees by the vicinal risk (flag bit 4)."""
+        return bool(self.flags & 16)
+
+    @property
+    def risk(self) -> str:
+        return "vicinal" if self.vicinal else "empirical"
+
     @classmethod
     def from_payload(cls, p: bytes) -> "TrainInfo":
         if len(p) != cls.SIZE:
@@ -352,7 +361,8 @@ def _check_limits(ti: TrainInfo, n: int, A: int, C: int, source: str, name: str)
 def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceClient, seed: int, n_iter: int, *,
                   n_classes: int | None = None, source: str = "ram", stream: bool = True,
                   python_reference: bool = True, check_predict: bool = True, timeout: float | None = None,
-                  log: Callable[[str], None] | None = None) -> dict:
+                  log: Callable[[str], None] | None = None, risk: str = "empirical",
+                  vicinity_sigma2: float | None = None) -> dict:
     """Train on the device and on the host with the same seed, parameters and data; compare.
 
     ``model_params``: the :class:`EFTIParams` the device's engine was generated with (checked
@@ -364,13 +374,20 @@ def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceCl
     attributes and classes). Raises :class:`TreegenError` (one
     line) when the device cannot be reached, the link drops, or the device rejects the data;
     returns the report otherwise — ``report["train"]["identical"]`` and ``report["ok"]`` say
-    whether everything matched.
+    whether everything matched. ``risk='vicinal'`` (with the ``vicinity_sigma2`` the firmware was
+    generated with): the device's engine must rate trees by the vicinal risk (TRAIN_INFO flag bit 4,
+    widths of its flash rows), the host engines run with the same risk; the integer fitness is then
+    the summed Q16 correct mass times the size and missing-class factors (``F / (n * 2**48)``).
     """
     from treegen.emit.quantize import predict_q15, quantize_tree
     from treegen.learn import engine
+    from treegen.learn import vicinal as vicinal_risk
     from treegen.learn.inducers import efti
 
     params = (model_params or EFTIParams()).validate()
+    vicinal = vicinal_risk.check_risk(risk) == "vicinal"
+    sigma2 = float(vicinal_risk.DEFAULT_SIGMA2 if vicinity_sigma2 is None else vicinity_sigma2) if vicinal else 0.0
+    risk_kw = {"risk": "vicinal", "vicinity_sigma2": sigma2} if vicinal else {}
     if int(n_iter) < 1:
         raise TreegenError(f"n_iter must be at least 1, got {n_iter}")
     if source not in SOURCES:
@@ -387,7 +404,12 @@ def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceCl
     tc.check_capability()
     ti = tc.info(timeout=timeout)
     from treegen.device.train_firmware import params_digest
-    want = params_digest(params).hex()
+    if ti.vicinal != vicinal:
+        raise TreegenError(f"{tc.name}: the device's engine trains with the {ti.risk} risk, {risk} was asked for "
+                           f"(build the training firmware with the same risk)")
+    if vicinal and source != "flash":
+        raise TreegenError(f"{tc.name}: vicinal-risk training on the device uses the rows in its flash (source flash)")
+    want = params_digest(params, risk=risk, vicinity_sigma2=sigma2).hex()
     if ti.params_digest != want:
         raise TreegenError(f"{tc.name}: the device's engine was generated for other EFTI parameters (digest "
                            f"{ti.params_digest}, these parameters give {want})")
@@ -419,18 +441,18 @@ def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceCl
 
     say("training on the host (native C engine)")
     t1 = time.perf_counter()
-    t_host, i_host = engine.induce(X01, y, C, run_params, seed=seed)
+    t_host, i_host = engine.induce(X01, y, C, run_params, seed=seed, **risk_kw)
     timings["host_native_s"] = round(time.perf_counter() - t1, 3)
     py = None
     if python_reference:
         say("training on the host (Python EFTI)")
         t1 = time.perf_counter()
-        t_py, i_py = efti.induce(X01, y, C, run_params, seed=seed)
+        t_py, i_py = efti.induce(X01, y, C, run_params, seed=seed, **risk_kw)
         timings["host_python_s"] = round(time.perf_counter() - t1, 3)
         py = {"tree_equal": bool(t_dev.equals(t_py)), "fitness_int": int(i_py["fitness_int"]),
               "fitness": float(i_py["fitness"])}
 
-    dev_fraction = res.fitness / (n * float(1 << 32))
+    dev_fraction = res.fitness / (n * float(1 << (48 if vicinal else 32)))
     tree_host = bool(t_dev.equals(t_host))
     fit_host = res.fitness == int(i_host["fitness_int"])
     iters_ok = res.iterations == int(n_iter) == int(i_host["iterations"])
@@ -480,6 +502,8 @@ def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceCl
         "attributes": int(A),
         "classes": int(C),
         "source": source,
+        "risk": risk,
+        **({"vicinity_sigma2": sigma2} if vicinal else {}),
         "engine": {"partial": ti.partial, "dsp": ti.dsp, "mve": ti.mve, "variant": ti.variant, "max_rows": ti.max_rows, "max_attr": ti.max_attr,
                    "max_classes": ti.max_classes, "max_depth": ti.max_depth, "params_digest": ti.params_digest},
     }
@@ -491,9 +515,11 @@ def run_train_hil(model_params: EFTIParams | None, data, device_client: DeviceCl
 def fitness_text(t: dict) -> str:
     """The fitness of a ``hil --train`` report's ``train`` part in plain words: a fraction (accuracy
     with the size penalty, 1 = best) on the device and the host, and the exact integer they compare."""
-    scale = t["rows"] * float(1 << 32)
+    vicinal = t.get("risk") == "vicinal"
+    scale = t["rows"] * float(1 << (48 if vicinal else 32))
+    what = "1 - vicinal risk" if vicinal else "accuracy"
     if t["device_fitness"] == t["host_fitness"]:
-        return (f"fitness {t['device_fitness'] / scale:.6f} on the device and the host (accuracy with the "
+        return (f"fitness {t['device_fitness'] / scale:.6f} on the device and the host ({what} with the "
                 f"size penalty; the exact integer {t['device_fitness']} on both)")
     return (f"fitness {t['device_fitness'] / scale:.6f} on the device, {t['host_fitness'] / scale:.6f} on the host "
             f"(exact integers {t['device_fitness']} and {t['host_fitness']})")
@@ -512,7 +538,8 @@ def summary_lines(report: dict) -> list[str]:
         lines.append(f"speed           {t['insn_per_iteration']:.0f} instructions per iteration "
                      f"(engine: {'partial reclassification' if t['engine']['partial'] else 'lean'}, depth "
                      f"{t['engine']['max_depth']}, rows in {t['source']}, "
-                     f"{VARIANT_NAMES[t['engine']['variant']]} dot product)")
+                     f"{VARIANT_NAMES[t['engine']['variant']]} dot product"
+                     f"{', vicinal risk' if t.get('risk') == 'vicinal' else ''})")
     else:
         lines.append(f"speed           {t['counter_per_iteration']:.0f} {t['counter_unit']} per iteration")
     lines.append(f"RAM             {t['ram_bytes']} bytes (engine + row buffer, static)")
