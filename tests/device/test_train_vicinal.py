@@ -1,0 +1,84 @@
+"""Vicinal-risk EFTI training on the device (issue 26): the engine built with TG_EFTI_VICINAL, the
+Phi table const in flash and the kernel widths of the flash rows compiled beside them, evolves the
+host's tree with the host's integer fitness (treegen.learn.engine.induce and the Python EFTI, both
+with risk='vicinal'). The empirical engine's sources and parameter digest are unchanged.
+
+FAILS (never skips) when a compiler or QEMU is missing (scripts/setup.sh).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import load_shared
+from pio_projects import require_tools
+
+from treegen import CARTClassifier
+from treegen.core.errors import TreegenError
+from treegen.device import train_firmware as tf
+from treegen.device.emulator import QemuBoard
+from treegen.device.protocol import DeviceClient
+from treegen.device.train_hil import TrainingClient, build_train_firmware, run_train_hil
+from treegen.learn import vicinal_q16
+from treegen.learn.inducers.efti import EFTIParams
+
+PARAMS = EFTIParams(max_depth=4)
+ITERS = 300
+SIGMA2 = 0.05
+#: params_digest(EFTIParams(max_depth=4)) before issue 26: the empirical engine's digest must not move
+EMPIRICAL_DIGEST_DEPTH4 = "891fb5464e68be05"
+
+
+def irs():
+    X, y = load_shared("irs")
+    classes, yi = np.unique(y, return_inverse=True)
+    return X.astype(np.int64), yi.astype(np.int64), len(classes)
+
+
+def test_vicinal_spec_widths_digest_and_refusals():
+    X, y, C = irs()
+    emp = tf.make_train_spec("qemu-m4", PARAMS, flash_data=(X, y, C))
+    vic = tf.make_train_spec("qemu-m4", PARAMS, flash_data=(X, y, C), risk="vicinal", vicinity_sigma2=SIGMA2)
+    assert not emp.vicinal and "vicinal" not in emp.sizes()
+    assert emp.summary()["params_digest"] == tf.params_digest(PARAMS).hex() == EMPIRICAL_DIGEST_DEPTH4
+    assert vic.summary()["params_digest"] not in (EMPIRICAL_DIGEST_DEPTH4,
+                                                  tf.params_digest(PARAMS, risk="vicinal").hex())
+    assert np.array_equal(vic.vicinal_sigma, vicinal_q16.sigma_q15(X / 32768.0, SIGMA2))
+    # the recursion's arrays in RAM (the Phi table in flash)
+    N = vic.sizes()["max_nodes"]
+    assert tf.engine_static_bytes(vic.sizes()) - tf.engine_static_bytes(emp.sizes()) == 4 + 11 * N
+    assert tf.flash_need(vic)["total"] - tf.flash_need(emp)["total"] == 4096 + 2 * X.shape[1] + 2048
+    with pytest.raises(TreegenError, match="needs the rows in flash"):
+        tf.make_train_spec("qemu-m4", PARAMS, max_rows=150, n_attr=4, n_classes=3, risk="vicinal")
+    with pytest.raises(TreegenError, match="at most 65535 rows"):
+        big = np.zeros((65536, 1), dtype=np.int64)
+        tf.make_train_spec("qemu-m4", PARAMS, flash_data=(big, np.arange(65536) % 2, 2), risk="vicinal")
+
+
+@pytest.mark.hil
+def test_qemu_m4_vicinal_training_equals_host(tmp_path):
+    """irs on qemu-m4 (DSP): identical tree and integer vicinal fitness on the device, the host engine
+    and the Python EFTI; TRAIN_INFO says vicinal and its RAM figure is exact; the host refuses to
+    compare with the empirical risk, and the device refuses RAM rows."""
+    require_tools()
+    X, y, C = irs()
+    spec = tf.make_train_spec("qemu-m4", PARAMS, flash_data=(X, y, C), risk="vicinal", vicinity_sigma2=SIGMA2)
+    model = CARTClassifier(max_depth=1).fit(X, y).model_
+    fw = build_train_firmware(model, "qemu-m4", tmp_path / "m4", spec)
+    with QemuBoard(fw.target, fw.path) as board, DeviceClient.open(board.url, timeout=20) as client:
+        ti = TrainingClient(client).info()
+        assert ti.vicinal and ti.risk == "vicinal" and ti.has_flash_data
+        assert ti.ram_bytes == tf.train_static_bytes(fw.spec, ptr_bytes=4)
+        with pytest.raises(TreegenError, match="trains with the vicinal risk, empirical was asked for"):
+            run_train_hil(PARAMS, (X, y), client, 3, ITERS, source="flash")
+        rep = run_train_hil(PARAMS, (X, y), client, 3, ITERS, source="flash", risk="vicinal",
+                            vicinity_sigma2=SIGMA2)
+        t = rep["train"]
+        assert rep["ok"] and t["identical"] and t["tree_equal_host"] and t["tree_equal_python"], rep
+        assert t["device_fitness"] == t["host_fitness"] == t["python_fitness"]
+        assert t["float_fitness"] == t["device_fitness"] / (X.shape[0] * 2.0 ** 48)
+        assert t["risk"] == "vicinal" and t["iterations"] == ITERS
+        assert rep["predict_trained"]["identical"]
+        with pytest.raises(TreegenError, match="source flash"):
+            run_train_hil(PARAMS, (X, y), client, 3, 10, source="ram", risk="vicinal", vicinity_sigma2=SIGMA2)
+        assert board.poll() is None
