@@ -38,10 +38,12 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
     tgt = target if isinstance(target, _targets.Target) else _targets.get(str(target))
     say = log or (lambda m: None)
 
-    def induce(X, y, n_classes, params, *, seed: int = 0, callback=None):
+    def induce(X, y, n_classes, params, *, seed: int = 0, callback=None, risk: str = "empirical",
+               vicinity_sigma2: float | None = None):
         from treegen.device import train_firmware as tf
         from treegen.device.hil import open_device
         from treegen.learn import engine
+        from treegen.learn import vicinal as vicinal_risk
         from treegen.learn.inducers.efti import check_inputs
 
         X01, Xq, y = check_inputs(X, y)
@@ -49,13 +51,17 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
         n, A = Xq.shape
         C = int(n_classes)
         params = params.validate()
+        vicinal = vicinal_risk.check_risk(risk) == "vicinal"
+        sigma2 = float(vicinal_risk.DEFAULT_SIGMA2 if vicinity_sigma2 is None else vicinity_sigma2) if vicinal else 0.0
+        risk_kw = {"risk": "vicinal", "vicinity_sigma2": sigma2} if vicinal else {}
+        scale = n * float(1 << (48 if vicinal else 32))
         if params.max_iter < 1:
             raise TreegenError("--engine device needs --max-iter >= 1")
         with tempfile.TemporaryDirectory(prefix="treegen-fit-device-") as tmp:
             fw = None
             source = "ram"
             if port is None:
-                spec = tf.make_train_spec(tgt, params, flash_data=(Xq, y, C), flash_source="fit data")
+                spec = tf.make_train_spec(tgt, params, flash_data=(Xq, y, C), flash_source="fit data", **risk_kw)
                 out = Path(build_dir) if build_dir is not None else Path(tmp) / "firmware"
                 say(f"building the training firmware for {tgt.name}")
                 fw = build_train_firmware(_stump(Xq, y), tgt, out, spec)
@@ -68,7 +74,7 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
                 tc = TrainingClient(dev.client)
                 tc.check_capability()
                 ti = tc.info()
-                want = tf.params_digest(params).hex()
+                want = tf.params_digest(params, risk=risk, vicinity_sigma2=sigma2).hex()
                 if ti.params_digest != want or ti.max_depth != params.max_depth:
                     raise TreegenError(f"{tc.name}: the device's engine was generated for other EFTI parameters "
                                        f"(digest {ti.params_digest}, depth {ti.max_depth}; these give {want}, "
@@ -76,6 +82,9 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
                 if port is not None:
                     if ti.has_flash_data and (ti.flash_rows, ti.flash_attr) == (n, A):
                         source = "flash"
+                    elif vicinal:
+                        raise TreegenError(f"{tc.name}: vicinal-risk training on the device needs these rows in "
+                                           f"its flash (treegen flash ... --train --risk vicinal --data CSV)")
                     else:
                         say(f"streaming {n} rows x {A} attributes to {tc.name}")
                         tc.send_data(Xq, y, C)
@@ -84,11 +93,11 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
                 tree = device_tree(tc.tree(C), X01, y)
             seconds = time.perf_counter() - t0
         say("checking against the host engine (same seed)")
-        t_host, info = engine.induce(X01, y, C, params, seed=seed)
+        t_host, info = engine.induce(X01, y, C, params, seed=seed, **risk_kw)
         if not (tree.equals(t_host) and res.fitness == int(info["fitness_int"]) and res.iterations == params.max_iter):
             raise TreegenError(f"{tgt.name}: the device's tree differs from the host engine's with the same seed "
-                               f"(fitness {res.fitness / (n * float(1 << 32)):.6f} on the device, "
-                               f"{int(info['fitness_int']) / (n * float(1 << 32)):.6f} on the host; exact integers "
+                               f"(fitness {res.fitness / scale:.6f} on the device, "
+                               f"{int(info['fitness_int']) / scale:.6f} on the host; exact integers "
                                f"{res.fitness} and {info['fitness_int']})")
         info = dict(info)
         info.update({"engine": "device", "device_target": tgt.name, "elapsed_s": round(seconds, 4),
@@ -98,7 +107,7 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
                      "host_check": "identical tree and integer fitness"})
         induce.report = info
         if callback is not None:
-            callback(res.iterations, res.fitness / (n * float(1 << 32)), tree.n_leaves, res.hits / n)
+            callback(res.iterations, res.fitness / scale, tree.n_leaves, res.hits / n)
         return tree, info
 
     induce.report = None

@@ -128,22 +128,27 @@ class EFTIClassifier(TreeClassifier):
         params = self._params_for(efti.EFTIParams, node_features=k if k < X.shape[1] else 0)
         seed = efti.check_seed(self.seed_)
         params.validate()
-        if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
-            if params.node_features:
-                raise TreegenError("EFTI max_features (attribute sampling per node) runs in the python and "
-                                   "native engines only")
-            return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
+        if callable(self.engine) and params.node_features:
+            raise TreegenError("EFTI max_features (attribute sampling per node) runs in the python and "
+                               "native engines only")
         vicinal_risk, auto = {}, {}
-        engine = resolve_engine(self.engine)
         if self.risk != "empirical":
             from treegen.learn import vicinal
 
             vicinal.check_risk(self.risk)
+            if callable(self.engine) and vicinal.check_sigma2(self.vicinity_sigma2) == "auto":
+                raise TreegenError("vicinity_sigma2 'auto' (inner cross-validation) runs on the host engines: "
+                                   "give a number with a device engine")
             vicinal.check_sigma2(self.vicinity_sigma2)
             sigma2, auto = _resolve_sigma2(self, X, y, n_classes, seed)
             vicinal_risk = {"risk": self.risk, "vicinity_sigma2": sigma2}
-            if self.engine == "auto" and X.shape[0] > 65535:     # beyond the native vicinal risk's rows
-                engine = "python"
+        if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
+            tree, info = self.engine(X, y, n_classes, params, seed=seed, callback=self.callback, **vicinal_risk)
+            info.update(auto)
+            return tree, info
+        engine = resolve_engine(self.engine)
+        if vicinal_risk and self.engine == "auto" and X.shape[0] > 65535:     # beyond the native vicinal risk's rows
+            engine = "python"
         if engine == "native":
             from treegen.learn import engine as native
 
