@@ -43,8 +43,11 @@ from treegen.core.errors import TreegenError  # noqa: E402
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "treegen", "templates", "bench"],
+                               cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -65,15 +68,14 @@ def _stump(Xq, y):
 
 
 def _run(target, name, Xq, y, C, spec, build_dir, iters, seed, risk_kw) -> dict:
-    from treegen.device.emulator import QemuBoard
-    from treegen.device.protocol import DeviceClient
+    from treegen.device.hil import open_device
     from treegen.device.train_firmware import mode_name
     from treegen.device.train_hil import build_train_firmware, run_train_hil
 
     fw = build_train_firmware(_stump(Xq, y), target, build_dir, spec)
     s = fw.spec
-    with QemuBoard(fw.target, fw.path) as board, DeviceClient.open(board.url, timeout=30) as client:
-        rep = run_train_hil(s.params, (Xq, y), client, seed, iters, n_classes=C, source="flash", **risk_kw)
+    with open_device(target, firmware=fw, timeout=30) as dev:
+        rep = run_train_hil(s.params, (Xq, y), dev.client, seed, iters, n_classes=C, source="flash", **risk_kw)
     t = rep["train"]
     return {"risk": risk_kw.get("risk", "empirical"), "mode": mode_name(s), "variant": s.variant,
             "partial": s.partial, "depth": s.max_depth, "identical": bool(rep["ok"]),
@@ -96,21 +98,28 @@ def bench_pair(target: str, name: str, iters: int, seed: int, sigma2: float, tmp
                                   depth_auto=True, **vic_kw)
         vic = _run(target, name, Xq, y, C, spec, tmp / f"{target}-{name}-vic", iters, seed, vic_kw)
     except TreegenError as exc:
-        row["refused"] = " ".join(str(exc).split())
-        print(f"{target:14s} {name:4s} refused: {row['refused']}", flush=True)
+        text = " ".join(str(exc).split())
+        row["refused" if text.startswith("training needs") else "error"] = text
+        print(f"{target:14s} {name:4s} {'refused' if 'refused' in row else 'ERROR'}: {text}", flush=True)
         return row
     # the empirical engine at the vicinal one's mode and depth: only the risk differs
     espec = tf.make_train_spec(target, replace(EFTIParams(), max_depth=vic["depth"]), flash_data=(Xq, y, C),
                                flash_source=name, partial=vic["partial"])
     emp = _run(target, name, Xq, y, C, espec, tmp / f"{target}-{name}-emp", iters, seed, {})
     row["vicinal"], row["empirical"] = vic, emp
+    # what hil --train picks for the empirical risk on this target (it may afford a deeper engine)
+    from treegen.device.firmware import plan_train
+    from treegen.device.train_firmware import mode_name
+
+    auto = tf.make_train_spec(target, EFTIParams(), flash_data=(Xq, y, C), depth_auto=True)
+    row["empirical_auto_mode"] = mode_name(plan_train(_stump(Xq, y), tf._target(target), auto, None)[0])
     row["cost"] = {
         "flash_bytes": vic["flash_bytes"] - emp["flash_bytes"],
         "ram_bytes": vic["ram_bytes"] - emp["ram_bytes"],
         "engine_ram_bytes": vic["engine_ram_bytes"] - emp["engine_ram_bytes"],
         "insn_ratio": round(vic["insn_per_iteration"] / emp["insn_per_iteration"], 2),
     }
-    print(f"{target:14s} {name:4s} {vic['mode']}: flash {emp['flash_bytes']} -> {vic['flash_bytes']} "
+    print(f"{target:14s} {name:4s} {vic['mode']} (empirical alone: {row['empirical_auto_mode']}): flash {emp['flash_bytes']} -> {vic['flash_bytes']} "
           f"(+{row['cost']['flash_bytes']}), RAM {emp['ram_bytes']} -> {vic['ram_bytes']} (+{row['cost']['ram_bytes']}), "
           f"insn/iteration {emp['insn_per_iteration']:.0f} -> {vic['insn_per_iteration']:.0f} "
           f"(x{row['cost']['insn_ratio']}), identical {emp['identical']}/{vic['identical']}", flush=True)
@@ -122,15 +131,19 @@ def _markdown(res: dict) -> str:
              f"Command: `{res['command']}`  ", f"Commit: {res['commit']}; {res['iters']} iterations, seed "
              f"{res['seed']}, vicinity_sigma2 {res['sigma2']}; every run checked against the host native engine "
              f"and the Python EFTI at the same risk (tree, integer fitness, PREDICT_TRAINED).", "",
+             "Engine: the mode and depth the vicinal engine fits (the empirical run uses the same); in brackets "
+             "what `hil --train` picks for the empirical risk alone where that differs.", "",
              "| target | data | engine | flash emp -> vic (B) | RAM emp -> vic (B) | engine RAM +B | "
              "insn/iter emp | insn/iter vic | x | identical |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in res["rows"]:
-        if "refused" in r:
-            lines.append(f"| {r['target']} | {r['data']} | refused: {r['refused']} | | | | | | | |")
+        if "refused" in r or "error" in r:
+            what = f"refused: {r['refused']}" if "refused" in r else f"ERROR: {r['error']}"
+            lines.append(f"| {r['target']} | {r['data']} | {what} | | | | | | | |")
             continue
         e, v, c = r["empirical"], r["vicinal"], r["cost"]
-        lines.append(f"| {r['target']} | {r['data']} ({r['rows']} x {r['attributes']}) | {v['mode']}, {v['variant']} | "
+        alone = "" if r["empirical_auto_mode"] == v["mode"] else f" ({r['empirical_auto_mode']})"
+        lines.append(f"| {r['target']} | {r['data']} ({r['rows']} x {r['attributes']}) | {v['mode']}, {v['variant']}{alone} | "
                      f"{e['flash_bytes']} -> {v['flash_bytes']} | {e['ram_bytes']} -> {v['ram_bytes']} | "
                      f"{c['engine_ram_bytes']} | {e['insn_per_iteration']:,.0f} | {v['insn_per_iteration']:,.0f} | "
                      f"{c['insn_ratio']} | {'yes' if e['identical'] and v['identical'] else 'NO'} |")
@@ -159,7 +172,8 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
     out.with_suffix(".md").write_text(_markdown(res))
-    bad = [r for r in res["rows"] if "refused" not in r and not (r["vicinal"]["identical"] and r["empirical"]["identical"])]
+    bad = [r for r in res["rows"] if "error" in r or
+           ("refused" not in r and not (r["vicinal"]["identical"] and r["empirical"]["identical"]))]
     print(f"wrote {out.with_suffix('.md')} ({res['wall_seconds']} s); {len(bad)} pair(s) differ from the host")
     return 1 if bad else 0
 
