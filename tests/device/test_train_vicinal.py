@@ -55,6 +55,29 @@ def test_vicinal_spec_widths_digest_and_refusals():
         tf.make_train_spec("qemu-m4", PARAMS, flash_data=(big, np.arange(65536) % 2, 2), risk="vicinal")
 
 
+def test_vicinal_refused_in_one_line_where_only_the_empirical_risk_fits():
+    """On the 16 KiB micro:bit, the most rows the empirical engine takes (depth 1, lean) leave no room
+    for the recursion's arrays and stack: the refusal names the vicinal risk and what would fit."""
+    from treegen.device.firmware import plan_train
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 32768, (4000, 18))
+    y = np.arange(4000) % 2
+    model = CARTClassifier(max_depth=1).fit(X[:50], y[:50]).model_
+
+    def plan(n, **kw):
+        spec = tf.make_train_spec("qemu-microbit", PARAMS, flash_data=(X[:n], y[:n], 2), depth_auto=True, **kw)
+        return plan_train(model, tf._target("qemu-microbit"), spec, None)[0]
+
+    with pytest.raises(TreegenError) as exc:
+        plan(4000)
+    most = int(str(exc.value).split("at most ")[1].split()[0])
+    assert plan(most).max_depth == 1
+    with pytest.raises(TreegenError, match=rf"rows in flash, vicinal risk, leanest mode .* at most \d+ rows would "
+                                           rf"fit \(with the empirical risk all {most} fit: lean, depth 1"):
+        plan(most, risk="vicinal")
+
+
 @pytest.mark.hil
 def test_qemu_m4_vicinal_training_equals_host(tmp_path):
     """irs on qemu-m4 (DSP): identical tree and integer vicinal fitness on the device, the host engine

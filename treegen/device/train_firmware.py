@@ -411,11 +411,19 @@ def check_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int = 0,
             hi = mid - 1
     most = lo if lo >= 2 and fits(_with_rows(leanest, lo))[0] else 0
     where = "flash" if spec.flash_rows else "RAM"
+    tail = f"at most {most} rows would fit"
+    if spec.vicinal:
+        try:
+            emp, _ = check_ram(replace(spec, vicinal_sigma=None, vicinity_sigma2=0.0), tgt, max_payload=max_payload,
+                               n_features=n_features, partial_auto=partial_auto)
+            tail += f" (with the empirical risk all {spec.max_rows} fit: {mode_name(emp)})"
+        except TreegenError:
+            pass
     raise TreegenError(f"training needs {_kib(est['total'])} KiB RAM, {tgt.name} has {tgt.ram_kb} KiB "
                        f"(and {_kib(fl['total'])} KiB flash of {tgt.flash_kb} KiB): {spec.max_rows} rows x "
-                       f"{spec.n_attr} attributes, {spec.n_classes} classes, rows in {where}, leanest mode "
-                       f"({mode_name(leanest)}: engine {_kib(est['engine'])} KiB, training buffers "
-                       f"{_kib(est['train_buffers'])} KiB); at most {most} rows would fit")
+                       f"{spec.n_attr} attributes, {spec.n_classes} classes, rows in {where}"
+                       f"{', vicinal risk' if spec.vicinal else ''}, leanest mode ({mode_name(leanest)}: engine "
+                       f"{_kib(est['engine'])} KiB, training buffers {_kib(est['train_buffers'])} KiB); {tail}")
 
 
 def check_flash(spec: TrainSpec, target) -> int:
