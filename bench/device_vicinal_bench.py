@@ -33,8 +33,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -45,8 +43,8 @@ def _commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "treegen", "templates", "bench"],
-                               cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "treegen", "templates",
+                                "bench"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -119,15 +117,17 @@ def bench_pair(target: str, name: str, iters: int, seed: int, sigma2: float, tmp
         "engine_ram_bytes": vic["engine_ram_bytes"] - emp["engine_ram_bytes"],
         "insn_ratio": round(vic["insn_per_iteration"] / emp["insn_per_iteration"], 2),
     }
-    print(f"{target:14s} {name:4s} {vic['mode']} (empirical alone: {row['empirical_auto_mode']}): flash {emp['flash_bytes']} -> {vic['flash_bytes']} "
-          f"(+{row['cost']['flash_bytes']}), RAM {emp['ram_bytes']} -> {vic['ram_bytes']} (+{row['cost']['ram_bytes']}), "
+    c = row["cost"]
+    print(f"{target:14s} {name:4s} {vic['mode']} (empirical alone: {row['empirical_auto_mode']}): flash "
+          f"{emp['flash_bytes']} -> {vic['flash_bytes']} (+{c['flash_bytes']}), RAM {emp['ram_bytes']} -> "
+          f"{vic['ram_bytes']} (+{c['ram_bytes']}), "
           f"insn/iteration {emp['insn_per_iteration']:.0f} -> {vic['insn_per_iteration']:.0f} "
-          f"(x{row['cost']['insn_ratio']}), identical {emp['identical']}/{vic['identical']}", flush=True)
+          f"(x{c['insn_ratio']}), identical {emp['identical']}/{vic['identical']}", flush=True)
     return row
 
 
 def _markdown(res: dict) -> str:
-    lines = [f"# Vicinal-risk EFTI training on the device: cost against empirical risk (issue 26)", "",
+    lines = ["# Vicinal-risk EFTI training on the device: cost against empirical risk (issue 26)", "",
              f"Command: `{res['command']}`  ", f"Commit: {res['commit']}; {res['iters']} iterations, seed "
              f"{res['seed']}, vicinity_sigma2 {res['sigma2']}; every run checked against the host native engine "
              f"and the Python EFTI at the same risk (tree, integer fitness, PREDICT_TRAINED).", "",
@@ -143,7 +143,8 @@ def _markdown(res: dict) -> str:
             continue
         e, v, c = r["empirical"], r["vicinal"], r["cost"]
         alone = "" if r["empirical_auto_mode"] == v["mode"] else f" ({r['empirical_auto_mode']})"
-        lines.append(f"| {r['target']} | {r['data']} ({r['rows']} x {r['attributes']}) | {v['mode']}, {v['variant']}{alone} | "
+        lines.append(f"| {r['target']} | {r['data']} ({r['rows']} x {r['attributes']}) | "
+                     f"{v['mode']}, {v['variant']}{alone} | "
                      f"{e['flash_bytes']} -> {v['flash_bytes']} | {e['ram_bytes']} -> {v['ram_bytes']} | "
                      f"{c['engine_ram_bytes']} | {e['insn_per_iteration']:,.0f} | {v['insn_per_iteration']:,.0f} | "
                      f"{c['insn_ratio']} | {'yes' if e['identical'] and v['identical'] else 'NO'} |")

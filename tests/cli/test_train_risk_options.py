@@ -21,7 +21,8 @@ def irs_files(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["hil", "{m}", "--target", "qemu-m4", "--data", "{d}", "--risk", "vicinal"], "--risk and --vicinity-sigma2 go with --train"),
+    (["hil", "{m}", "--target", "qemu-m4", "--data", "{d}", "--risk", "vicinal"],
+     "--risk and --vicinity-sigma2 go with --train"),
     (["hil", "{m}", "--target", "qemu-m4", "--data", "{d}", "--train", "--vicinity-sigma2", "0.2"],
      "--vicinity-sigma2 goes with --risk vicinal"),
     (["build", "{m}", "--target", "qemu-m4", "--risk", "vicinal"], "only apply with --train"),

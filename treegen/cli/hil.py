@@ -205,8 +205,9 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
             print(f"device          {dev.url}", flush=True)
             if args.port is not None:
                 params, source = device_training_setup(dev.client, params, n, A)
+            log = None if args.quiet else (lambda m: print(f"                {m}", flush=True))
             result = run_train_hil(params, (Xq, y), dev.client, args.seed, args.iters, n_classes=C, source=source,
-                                   **risk_kw, log=None if args.quiet else (lambda m: print(f"                {m}", flush=True)))
+                                   log=log, **risk_kw)
         report.update(result)
         report["firmware"] = None if fw is None else str(fw.path)
     except TreegenError as exc:

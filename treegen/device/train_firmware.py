@@ -253,7 +253,8 @@ def _vicinal_widths(risk: str, sigma2, fx, rows: int) -> np.ndarray | None:
         raise TreegenError(f"vicinal-risk training on the device supports at most 65535 rows (the integer fitness "
                            f"stays within 64 bits), got {rows}")
     if isinstance(sigma2, str) or not (float(sigma2) > 0.0 and math.isfinite(float(sigma2))):
-        raise TreegenError(f"vicinal-risk training on the device needs a kernel variance > 0 (a number), got {sigma2!r}")
+        raise TreegenError(f"vicinal-risk training on the device needs a kernel variance > 0 (a number), "
+                           f"got {sigma2!r}")
     X01 = fx.astype(np.int64) / float(1 << 15)
     return vicinal_q16.sigma_q15(X01, float(sigma2)).astype(np.uint16)
 
