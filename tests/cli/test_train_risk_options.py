@@ -1,4 +1,4 @@
-"""``--risk`` / ``--vicinity-sigma2`` of ``hil --train`` and ``build/flash --train`` (issue 26): wrong
+"""``--risk`` / ``--vicinity-sigma2`` of ``hil --train``, ``build/flash --train`` and ``export --train`` (issue 26): wrong
 combinations are one-line errors with exit 2, before anything is built."""
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ def irs_files(tmp_path):
     (["build", "{m}", "--target", "qemu-m4", "--risk", "vicinal"], "only apply with --train"),
     (["build", "{m}", "--target", "qemu-m4", "--train", "--data", "{d}", "--vicinity-sigma2", "0.2"],
      "--vicinity-sigma2 goes with --risk vicinal"),
+    (["export", "{m}", "--target", "cortex-m4", "--risk", "vicinal"],
+     "--risk and --vicinity-sigma2 of export go with --train"),
+    (["export", "{d}", "--train", "--target", "cortex-m4", "--vicinity-sigma2", "0.2"],
+     "--vicinity-sigma2 goes with --risk vicinal"),
+    (["export", "{m}", "--train", "--target", "cortex-m4", "--max-rows", "150", "--risk", "vicinal"],
+     "vicinal-risk training on the device needs the rows in flash"),
 ])
 def test_risk_option_errors(irs_files, tmp_path, capsys, argv, message):
     m, d = irs_files

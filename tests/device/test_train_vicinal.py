@@ -8,6 +8,10 @@ FAILS (never skips) when a compiler or QEMU is missing (scripts/setup.sh).
 
 from __future__ import annotations
 
+import re
+import subprocess
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from conftest import load_shared
@@ -19,7 +23,7 @@ from treegen.device import train_firmware as tf
 from treegen.device.emulator import QemuBoard
 from treegen.device.protocol import DeviceClient
 from treegen.device.train_hil import TrainingClient, build_train_firmware, run_train_hil
-from treegen.learn import vicinal_q16
+from treegen.learn import engine, vicinal_q16
 from treegen.learn.inducers.efti import EFTIParams
 
 PARAMS = EFTIParams(max_depth=4)
@@ -76,6 +80,29 @@ def test_vicinal_refused_in_one_line_where_only_the_empirical_risk_fits():
     with pytest.raises(TreegenError, match=rf"rows in flash, vicinal risk, leanest mode .* at most \d+ rows would "
                                            rf"fit \(with the empirical risk all {most} fit: lean, depth 1"):
         plan(most, risk="vicinal")
+
+
+def test_exported_library_trains_with_the_vicinal_risk_like_the_host(tmp_path):
+    """export --train --risk vicinal: the library's example (widths of the flash rows passed to
+    tg_efti_vicinal) compiles cleanly and evolves the host engine's tree and integer fitness."""
+    require_tools("cc")
+    X, y, C = irs()
+    out = tmp_path / "lib"
+    tf.export_train_library(out, "native", PARAMS, max_rows=0, n_attr=0, n_classes=0, data=(X, y, C), example=True,
+                            risk="vicinal", vicinity_sigma2=SIGMA2)
+    assert "tg_efti_vicinal(tg_efti_data_sigma_q15)" in (out / "example" / "main.c").read_text()
+    exe = tmp_path / "example"
+    cc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-pedantic", "-O2",
+                         f"-DTG_EXAMPLE_ITERATIONS={ITERS}u", "-I", str(out), "-o", str(exe),
+                         *map(str, sorted(out.glob("*.c"))), str(out / "example" / "main.c")],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout
+    tree, info = engine.induce(X / 32768.0, y, C, replace(PARAMS, max_iter=ITERS), seed=1, risk="vicinal",
+                               vicinity_sigma2=SIGMA2)
+    assert int(re.search(r"^fitness (\d+)", run.stdout, re.M).group(1)) == info["fitness_int"]
+    assert int(re.search(r"^nodes (\d+)", run.stdout, re.M).group(1)) == tree.n_nodes
 
 
 @pytest.mark.hil

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range,
-                                model_names, table)
+                                model_names, positive_float, table)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import ModelFileError, TreegenError
@@ -67,6 +67,11 @@ def register(sub) -> None:
                    help="--train: maximum tree depth (default: the model's EFTI parameters, else 8)")
     g.add_argument("--max-rows", type=int_range(2, MAX_U32), metavar="N",
                    help="--train: training rows the device keeps (default: the data's or the model's n_train)")
+    g.add_argument("--risk", choices=("empirical", "vicinal"), default=None,
+                   help="--train: the fitness's risk (default empirical; vicinal needs the rows in flash: the kernel "
+                        "widths go into tg_efti_data.c)")
+    g.add_argument("--vicinity-sigma2", type=positive_float, default=None, metavar="S",
+                   help="--train --risk vicinal: kernel variance per attribute variance (default 0.1)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("targets", help="list the targets code can be exported for")
@@ -78,6 +83,8 @@ def register(sub) -> None:
 def cmd_export(args) -> int:
     if args.train:
         return cmd_export_train(args)
+    if args.risk is not None or args.vicinity_sigma2 is not None:
+        raise TreegenError("--risk and --vicinity-sigma2 of export go with --train")
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise TreegenError(f"output path {out} is a file, not a directory")
@@ -211,7 +218,14 @@ def cmd_targets(args) -> int:
 def cmd_export_train(args) -> int:
     """``treegen export MODEL_OR_DATA --train --target T -o DIR [--max-depth D] [--max-rows N]``."""
     from treegen.device.train_firmware import export_train_library, params_from_model, training_rows
+    from treegen.learn.vicinal import DEFAULT_SIGMA2
 
+    if args.vicinity_sigma2 is not None and args.risk != "vicinal":
+        raise TreegenError("--vicinity-sigma2 goes with --risk vicinal")
+    risk_kw = {}
+    if args.risk == "vicinal":
+        risk_kw = {"risk": "vicinal",
+                   "vicinity_sigma2": DEFAULT_SIGMA2 if args.vicinity_sigma2 is None else args.vicinity_sigma2}
     target = get_target(args.target)
     source = Path(args.model)
     model = None
@@ -245,14 +259,15 @@ def cmd_export_train(args) -> int:
     rep = export_train_library(args.output, target, params, max_rows=int(max_rows or 0), n_attr=n_attr or 0,
                                n_classes=n_classes or 0, data=data,
                                dsp=args.variant, data_source=source.name if model is None else str(args.data),
-                               force=args.force, example=args.example)
+                               force=args.force, example=args.example, **risk_kw)
     s, ram = rep.spec, rep.ram
     print(f"source          {what}")
     print(f"target          {target.name}  ({target.core}; {target.ram_kb} KiB RAM, {target.flash_kb} KiB flash)")
     print(f"files           {', '.join(rep.files)}  in {args.output}")
     print(f"engine          {s['max_rows']} rows x {s['n_attr']} attributes, up to {s['n_classes']} classes, depth "
           f"{s['max_depth']}; partial reclassification {'on' if s['partial'] else 'off'}; "
-          f"{ {'mve': 'VMLALDAVA (MVE)', 'dsp': 'SMLALD (DSP)'}.get(s['variant'], 'scalar')} dot product")
+          f"{ {'mve': 'VMLALDAVA (MVE)', 'dsp': 'SMLALD (DSP)'}.get(s['variant'], 'scalar')} dot product"
+          f"{'; vicinal risk (sigma2 ' + str(s['vicinity_sigma2']) + ')' if s['risk'] == 'vicinal' else ''}")
     print(f"data            {'in flash (tg_efti_data.c): ' + str(s['flash_rows']) + ' rows' if s['flash_rows'] else 'your firmware fills a RAM buffer (see --example)'}")
     print(f"RAM             {ram['total']} bytes needed of {target.ram_bytes} (engine {ram['engine']}, buffers "
           f"{ram['train_buffers']}, stack {ram['stack']})")

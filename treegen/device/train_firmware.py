@@ -514,17 +514,20 @@ class TrainExportReport:
 def export_train_library(out_dir, target, params: EFTIParams | None = None, *, max_rows: int, n_attr: int,
                          n_classes: int, data=None, partial: bool | None = None, dsp="auto",
                          budget: int = 1000, data_source: str = "", force: bool = False,
-                         example: bool = False) -> TrainExportReport:
+                         example: bool = False, risk: str = "empirical",
+                         vicinity_sigma2: float = vicinal_risk.DEFAULT_SIGMA2) -> TrainExportReport:
     """Write the engine as a library for the user's own firmware: ``tg_efti.h/.c``,
     ``tg_efti_config.h/.c`` (const tables), with ``data`` (``(X_q15, y, n_classes)``) also
     ``tg_efti_data.h/.c`` (rows in flash); with ``example`` also ``example/main.c`` (init, steps of
     ``budget`` iterations, the best tree read back node by node, classification with it), kept out
     of the library folder so that it can be dropped into an application as it is. RAM is checked
-    first (the engine, no harness: a 1 KiB allowance for the caller's own statics)."""
+    first (the engine, no harness: a 1 KiB allowance for the caller's own statics). ``risk='vicinal'``
+    (needs ``data``): the engine with TG_EFTI_VICINAL and the rows' kernel widths in tg_efti_data.c
+    (``tg_efti_vicinal(tg_efti_data_sigma_q15)`` before ``tg_efti_init``, as the example does)."""
     tgt = _target(target)
     spec = make_train_spec(tgt, params, max_rows=max_rows, n_attr=n_attr, n_classes=n_classes,
                            buffer_rows=0 if data is not None else max_rows, flash_data=data, partial=partial,
-                           dsp=dsp, flash_source=data_source)
+                           dsp=dsp, flash_source=data_source, risk=risk, vicinity_sigma2=vicinity_sigma2)
     auto = partial is None
     spec, est = _check_library_ram(spec, tgt, auto)
     flash = check_flash(spec, tgt)
@@ -535,7 +538,7 @@ def export_train_library(out_dir, target, params: EFTIParams | None = None, *, m
     files = render_engine_files(out, spec, force=force)
     ctx = {"version": __version__, "has_data": spec.flash_x is not None, "buffer_rows": spec.buffer_rows,
            "budget": int(budget), "max_iter": int(spec.params.max_iter), "target_name": tgt.name,
-           "n_classes": spec.n_classes, "n_attr": spec.n_attr}
+           "n_classes": spec.n_classes, "n_attr": spec.n_attr, "vicinal": spec.vicinal}
     if example:
         prepare_out_dir(out / "example")
         files.append(write_generated(out / "example" / "main.c", render("efti/tg_efti_main.c.j2", ctx), force=force))
