@@ -1,5 +1,5 @@
-"""``--risk`` / ``--vicinity-sigma2`` of ``hil --train``, ``build/flash --train`` and ``export --train`` (issue 26): wrong
-combinations are one-line errors with exit 2, before anything is built."""
+"""``--risk`` / ``--vicinity-sigma2`` of ``hil --train``, ``build/flash --train`` and ``export --train``
+(issue 26): wrong combinations are one-line errors with exit 2, before anything is built."""
 
 from __future__ import annotations
 
