@@ -573,8 +573,9 @@ def cmd_cv(args) -> int:
     print(f"algorithm  {algo}  ({params_text(result['params'])})")
     print(f"folds      {args.folds} x {args.repeats} repetition(s), seed {result['seed']}")
     if classes is None:
-        for key, name in (("rmse", "RMSE"), ("mae", "MAE"), ("r2", "R²")):
+        for key, name in (("rmse", "RMSE"), ("mae", "MAE")):
             print(f"{name:<10} {result[key]['mean']:.6g} ± {result[key]['ci95']:.4g}")
+        print(f"R²         {result['r2']['mean']:.4f} ± {result['r2']['ci95']:.4f}")
     else:
         acc = result["accuracy"]
         print(f"accuracy   {pct(acc['mean']):.2f} ± {pct(acc['ci95']):.2f} %")
