@@ -61,6 +61,7 @@ ALGO_OPTIONS = {
     "max_features": ("--max-features", "max_features"),
     "feature_bagging": ("--feature-bagging", "feature_bagging"),
     "sample_fraction": ("--sample-fraction", "sample_fraction"),
+    "target_leaves": ("--target-leaves", "target_leaves"),
 }
 
 
@@ -126,6 +127,8 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="efti: draw new nodes' dipoles from the whole set (default) or the leaf's rows")
     g.add_argument("--scaling", choices=SCALING_METHODS, help="input scaling (default auto)")
     g.add_argument("--criterion", choices=("gini", "entropy"), help="cart: split criterion")
+    g.add_argument("--target-leaves", type=int_range(2, 1 << 20), metavar="K",
+                   help="efti --task regression: the leaf count the size penalty does not penalise (default 8)")
     g.add_argument("--max-depth", type=int_range(1, MAX_DEPTH), metavar="D", help="maximum tree depth")
     g.add_argument("--min-samples-leaf", type=int_range(1, MAX_ROWS), metavar="N",
                    help="cart: minimum training rows in a leaf")

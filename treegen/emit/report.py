@@ -114,9 +114,9 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
             f"tg_{ident}_predict:", f"tg_{ident}_predict_value:")
         mean = f"; the mean of {len(model.trees)} trees" if len(model.trees) > 1 else ""
         if dtype == "q15":
-            values_line = (f"{values.n_rows} leaf values in int32_t units of 2^-{values.frac_bits}{mean} "
-                           f"(int64_t sum, rounded half away from zero): within {values.bound:.3g} of the float "
-                           f"model's value wherever the tests take its branch")
+            rounding = " (int64_t sum, rounded half away from zero)" if mean else ""
+            values_line = (f"{values.n_rows} leaf values in int32_t units of 2^-{values.frac_bits}{mean}{rounding}: "
+                           f"within {values.bound:.3g} of the float model's value wherever the tests take its branch")
         else:
             values_line = (f"{values.n_rows} leaf values in float32{mean} (float32 sum in tree order, one "
                            "division)")

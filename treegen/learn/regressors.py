@@ -30,7 +30,7 @@ from treegen.learn.base import TreeClassifier
 from treegen.learn.estimators import RFClassifier
 from treegen.learn.validation import check_target
 
-__all__ = ["CARTRegressor", "REGRESSORS", "RFRegressor", "TreeRegressor", "make_regressor"]
+__all__ = ["CARTRegressor", "EFTIRegressor", "REGRESSORS", "RFRegressor", "TreeRegressor", "make_regressor"]
 
 
 class TreeRegressor(TreeClassifier):
@@ -154,9 +154,42 @@ class RFRegressor(TreeRegressor):
         return trees, info
 
 
+class EFTIRegressor(TreeRegressor):
+    """Oblique regression tree evolved by EFTI's (1+1) evolution strategy with a squared-error
+    fitness (:mod:`treegen.learn.inducers.efti_reg`; Python engine). Deterministic for a seed.
+
+    Parameters
+    ----------
+    max_iter : int
+        Evolution iterations.
+    oversize_weight : float
+        Ko of the size factor ``1 - Ko * ((leaves - K) / K)**2``.
+    target_leaves : int
+        K: the leaf count the size factor does not penalise.
+    max_depth : int
+        Deepest tree the topology mutations build.
+    scaling : {'auto', 'q15', 'minmax'}
+    random_state : int or None
+    """
+
+    algorithm = "efti"
+
+    def __init__(self, *, max_iter: int = 20_000, oversize_weight: float = 0.01, target_leaves: int = 8,
+                 max_depth: int = 8, scaling: str = "auto", random_state: int | None = None):
+        self._store_params(locals())
+
+    def _induce(self, X, y, n_outputs):
+        from treegen.learn.inducers import efti, efti_reg
+
+        params = efti.EFTIParams(max_iter=self.max_iter, oversize_weight=self.oversize_weight,
+                                 max_depth=self.max_depth)
+        return efti_reg.induce(X, y, params, seed=self.seed_, target_leaves=self.target_leaves)
+
+
 REGRESSORS: dict[str, type[TreeRegressor]] = {
     "cart": CARTRegressor,
     "rf": RFRegressor,
+    "efti": EFTIRegressor,
 }
 
 
