@@ -135,3 +135,17 @@ def test_vote_option_is_refused_for_a_regression_model(models, tmp_path):
 
     with pytest.raises(TreegenError, match="--vote soft applies to classification ensembles"):
         export_model(models[1]["forest"], tmp_path, target="native", vote="soft", measure=False)
+
+
+def test_additive_models_are_refused_not_exported_as_classes(tmp_path):
+    from treegen.core.errors import TreegenError
+    from treegen.core.model import Model
+    from treegen.core.scaling import InputScaling
+    from treegen.core.tree import LEAF, Tree
+
+    stump = Tree(np.array([[1.0], [0.0], [0.0]]), np.array([0.5, 0, 0]), [1, LEAF, LEAF], [2, LEAF, LEAF],
+                 np.zeros(3), np.zeros((3, 1)), leaf_value=np.array([0.0, -1.0, 1.0]))
+    m = Model([stump], ["a"], [0, 1], InputScaling(np.zeros(1), np.ones(1), "minmax"), vote="sum",
+              boost={"base_score": [0.0], "tree_output": [0], "link": "logistic", "sum_dtype": "float32"})
+    with pytest.raises(TreegenError, match="boosted, vote 'sum'"):
+        export_model(m, tmp_path, target="native", measure=False)
