@@ -45,6 +45,9 @@ TOOLCHAIN_PACKAGE = "toolchain-gccarmnoneeabi"
 SCONS_PACKAGE = "tool-scons"
 TOOLCHAIN_PREFIX = "arm-none-eabi-"
 
+#: the Debian packages of a cross compiler (for the "not found" message)
+DEBIAN_TOOLCHAINS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi", "avr-gcc": "gcc-avr avr-libc"}
+
 #: environment for every ``pio`` call: no telemetry, no upgrade check (no network access)
 PIO_ENV = {"PLATFORMIO_SETTING_ENABLE_TELEMETRY": "no", "PLATFORMIO_DISABLE_UPGRADE_CHECK": "true"}
 
@@ -221,8 +224,10 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     platform = root / "platforms" / PLATFORM_NAME
     (platform / "builder").mkdir(parents=True)
     (platform / "boards").mkdir()
+    package = toolchain_package(t)
     (platform / "platform.json").write_text(_render(jenv, "platform/platform.json.j2", platform_name=PLATFORM_NAME,
-                                                    platform_version=PLATFORM_VERSION), encoding="utf-8")
+                                                    platform_version=PLATFORM_VERSION, toolchain_package=package),
+                                            encoding="utf-8")
     shutil.copyfile(tpl / "platform" / "platform.py", platform / "platform.py")
     shutil.copyfile(tpl / "platform" / "builder" / "main.py", platform / "builder" / "main.py")
     flash_origin, ram_origin = memory_origins(t)
@@ -233,7 +238,8 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     (platform / "boards" / f"{pio['board']}.json").write_text(
         _render(jenv, "platform/board.json.j2", target=t, emulator=emulator, cpu_flags=list(t.cflags),
                 defines=firmware_defines(t), flash_origin=flash_origin, ram_origin=ram_origin,
-                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix),
+                upload_command=upload_cmd, ldscript=baremetal_files(t)[1], toolchain_prefix=prefix,
+                link_flags=t.soc.get("link_flags")),
         encoding="utf-8")
 
     scons = root / "packages" / SCONS_PACKAGE
@@ -243,10 +249,11 @@ def _write_offline(root: Path, t: targets_mod.Target, pio: dict, jenv: jinja2.En
     shutil.copyfile(tpl / "packages" / SCONS_PACKAGE / "piopm.json", scons / ".piopm")
 
     tool_dir = _toolchain_dir(prefix)
-    chain = root / "packages" / TOOLCHAIN_PACKAGE
+    chain = root / "packages" / package
     (chain / "bin").mkdir(parents=True)
     (chain / "package.json").write_text(_render(jenv, f"packages/{TOOLCHAIN_PACKAGE}/package.json.j2",
-                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir)),
+                                                gcc_version=_gcc_version(tool_dir, prefix), tool_dir=str(tool_dir),
+                                                package=package, prefix=prefix),
                                         encoding="utf-8")
     tools = sorted(p.name for p in tool_dir.glob(prefix + "*")) if tool_dir.is_dir() else []
     for name in tools or [prefix + n for n in ("gcc", "g++", "as", "ar", "ld", "objcopy", "size")]:
@@ -288,9 +295,16 @@ def write_project(model, out_dir, *, target, layout: str, variant: str, name: st
 
 def baremetal_files(target=None) -> tuple[str, str]:
     """(startup code, linker script) of a bare-metal target: its ``[soc] startup`` / ``ldscript``
-    (templates/firmware/), default the Cortex-M pair startup_cortexm.c / cortexm.ld."""
+    (templates/firmware/), default the Cortex-M pair startup_cortexm.c / cortexm.ld; ``""`` where the
+    toolchain's own is used (avr-libc's crt and avr-gcc's default linker script)."""
     soc = _target(target).soc if target is not None else {}
     return str(soc.get("startup", _BAREMETAL_FILES[0])), str(soc.get("ldscript", _BAREMETAL_FILES[1]))
+
+
+def toolchain_package(target) -> str:
+    """The project-local PlatformIO toolchain package of a bare-metal target (``[soc] toolchain``,
+    default ``toolchain-gccarmnoneeabi``): a package.json and bin/ symlinks to the system's tools."""
+    return str(_target(target).soc.get("toolchain", TOOLCHAIN_PACKAGE))
 
 
 def write_baremetal(src_dir, target=None) -> list[Path]:
@@ -299,7 +313,7 @@ def write_baremetal(src_dir, target=None) -> list[Path]:
     from treegen.core.codegen import render
 
     written = []
-    for fname in baremetal_files(target):
+    for fname in (f for f in baremetal_files(target) if f):
         path = Path(src_dir) / fname
         path.write_text(render(f"firmware/{fname}", {"version": __version__}), encoding="utf-8", newline="\n")
         written.append(path)
@@ -335,10 +349,11 @@ def _check_build_tools(project: Path) -> None:
 
     for module, package in (("platformio", "platformio"), ("SCons", "scons")):
         require(module, package, "building firmware")
-    gcc = project / "offline" / "packages" / TOOLCHAIN_PACKAGE / "bin" / (TOOLCHAIN_PREFIX + "gcc")
-    if gcc.is_symlink() and not gcc.exists():
-        raise TreegenError(f"{TOOLCHAIN_PREFIX}gcc not found (the project links {gcc.readlink()}): install the "
-                           "Debian packages gcc-arm-none-eabi libnewlib-arm-none-eabi (scripts/setup.sh)")
+    for gcc in sorted((project / "offline" / "packages").glob("toolchain-*/bin/*gcc")):
+        if gcc.is_symlink() and not gcc.exists():
+            debian = DEBIAN_TOOLCHAINS.get(gcc.name, "gcc-arm-none-eabi libnewlib-arm-none-eabi")
+            raise TreegenError(f"{gcc.name} not found (the project links {gcc.readlink()}): install the "
+                               f"Debian packages {debian} (scripts/setup.sh)")
 
 
 def _too_big_from_log(log: str, target: targets_mod.Target | None) -> str | None:

@@ -7,7 +7,9 @@ project-local toolchain package (PlatformIO puts its bin/ on PATH). Everything t
 (offline/platforms/<platform>/boards/<board>.json, written by treegen from the target file):
     build.cpu_flags   the target's cflags (-mcpu, -mthumb, float ABI, optimisation)
     build.defines     C macros (TG_UART_BASE ...)
-    build.ldscript    linker script in src/ (cortexm.ld)
+    build.ldscript    linker script in src/ (cortexm.ld); empty: the compiler's default one (AVR)
+    build.link_flags  the C runtime's link flags (default: newlib-nano without its startup files,
+                      -nostartfiles --specs=nano.specs --specs=nosys.specs; [] on AVR: avr-libc's crt)
     build.flash_size / build.ram_size   bytes, passed to the linker script (TG_FLASH_SIZE, TG_RAM_SIZE)
     build.flash_origin / build.ram_origin   addresses, passed to the linker script (TG_FLASH_ORIGIN,
                       TG_RAM_ORIGIN; the TrustZone boards AN505/AN547 link at their Secure aliases)
@@ -52,10 +54,8 @@ env.Append(
     CCFLAGS=cpu_flags + warn_flags + ["-ffunction-sections", "-fdata-sections", "-fno-common"],
     CFLAGS=["-std=c99"],
     CPPDEFINES=[tuple(d) if isinstance(d, list) else d for d in board.get("build.defines", [])],
-    LINKFLAGS=cpu_flags + [
-        "-nostartfiles",
-        "--specs=nano.specs",
-        "--specs=nosys.specs",
+    LINKFLAGS=cpu_flags + list(board.get("build.link_flags", ["-nostartfiles", "--specs=nano.specs",
+                                                               "--specs=nosys.specs"])) + [
         "-Wl,--gc-sections",
         "-Wl,--defsym=TG_FLASH_SIZE=%d" % int(board.get("build.flash_size")),
         "-Wl,--defsym=TG_RAM_SIZE=%d" % int(board.get("build.ram_size")),
@@ -74,7 +74,8 @@ env.Append(
     ),
 )
 
-env.Replace(LDSCRIPT_PATH=os.path.join("$PROJECT_SRC_DIR", board.get("build.ldscript")))
+if board.get("build.ldscript", ""):
+    env.Replace(LDSCRIPT_PATH=os.path.join("$PROJECT_SRC_DIR", board.get("build.ldscript")))
 
 target_elf = env.BuildProgram()
 target_bin = env.ElfToBin(os.path.join("$BUILD_DIR", "${PROGNAME}"), target_elf)
