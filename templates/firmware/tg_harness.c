@@ -28,8 +28,10 @@ typedef char tg_check_batch_out[(2u + (uint32_t)TG_GLUE_MAX_BATCH * TG_GLUE_CLAS
 typedef char tg_check_bench[(2u + (uint32_t)TG_GLUE_N_FEATURES * 2u <= TG_MAX_PAYLOAD) ? 1 : -1];
 
 /* Keep the benchmark loop honest: GCC must not inline, clone or analyse it across calls. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define TG_NOIPA __attribute__((noipa))
+#elif defined(__GNUC__) && !defined(__clang__)
+#define TG_NOIPA __attribute__((noinline, noclone))   /* GCC < 8 (avr-gcc 5.4): no noipa */
 #elif defined(__GNUC__)
 #define TG_NOIPA __attribute__((noinline))
 #else

@@ -36,7 +36,8 @@ def register(sub) -> None:
                    help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
     p.add_argument("--uploader", choices=UPLOADERS, default=None,
-                   help="boards: pyocd (default for the ST and Nordic boards: ST-LINK / CMSIS-DAP probes) or "
+                   help="boards: pyocd (default for the ST and Nordic boards: ST-LINK / CMSIS-DAP probes), "
+                        "avrdude (default for the Arduino Uno: its bootloader on --port) or "
                         "platformio (pio run -t upload)")
     p.add_argument("--dry-run", action="store_true",
                    help="boards: build, print the exact upload command, do not run it")
@@ -246,12 +247,14 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
     if uploader == "pyocd" and not args.dry_run:
         up.check_probe(target)                  # before building: no probe -> one line, exit 2
         up.check_part(target)
+    if uploader == "avrdude" and not args.dry_run:
+        up.check_avrdude(target)
     train = _train_spec(args, model, target)
     res = _build_firmware(model, target, out, args, train=train, reuse=train is None)
     if uploader == "platformio":
         cmd = pio.upload_command(out, port=args.port)
     else:
-        cmd = up.upload_command(target, res.elf)
+        cmd = up.upload_command(target, res.elf, port=args.port)
     print(f"upload          {' '.join(cmd)}", flush=True)
     if args.dry_run:
         if uploader == "pyocd":
