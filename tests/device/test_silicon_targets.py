@@ -92,9 +92,12 @@ def test_netduinoplus2_runs_the_nucleo_image(forest, built, tmp_path):
 def test_inference_predict_and_proba_identical(name, forest, built):
     model, X = forest
     fw = built[name]
-    report = run_hil(model, name, data=(X, None), build_dir=fw.project, bench_iters=200)
+    report = run_hil(model, name, data=(X, None), build_dir=fw.project, bench_iters=200, float_ulps=2)
     assert report["ok"], report["error"] or report["checks"]
     assert report["mismatches"] == 0 and report["proba_mismatches"] == 0 and report["firmware_reused"]
+    # the float entry point (PREDICT_RAW) on float32 inputs next to every threshold == the fixed-point model
+    fe = report["float_entry"]
+    assert fe["mismatches"] == 0 and fe["breakpoints"] >= 5 and fe["rows"] == 5 * fe["breakpoints"]
     assert report["device"]["target"] == EMULATED[name] and report["image_sha256"] == fw.image_sha256
     # instructions per inference, counted by the port's tick source under -icount (repeatable); on
     # qemu-uno the emulator's wall-clock nanoseconds
