@@ -617,7 +617,8 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                 report["checks"].append({"name": "float entry", "ok": None, "seconds": 0.0, "message": "not run"})
                 if not info.capabilities & CAP_RAW:
                     raise TreegenError("the device does not serve PREDICT_RAW (an on-device training build, or "
-                                       "firmware older than the float-entry check): its float entry cannot be checked")
+                                       "firmware built before the float-entry check: build it again, e.g. "
+                                       "into a new -o folder): its float entry cannot be checked")
                 t0 = time.perf_counter()
                 report["float_entry"] = check_float_entry(device.client, model, raw_rows, int(float_ulps))
                 fe = report["float_entry"]
