@@ -37,7 +37,8 @@ Optional keys (validated when present):
 - ``[upload]`` (boards): ``uploader`` (``pyocd``), ``pyocd_target`` (pyOCD's part name, e.g.
   ``stm32f446retx``), ``probe`` (what the user connects, for messages).
 - ``[emulator] firmware_option`` (str, default ``-kernel``): how QEMU is given the ELF (``-bios`` for
-  the AVR machines).
+  the AVR machines); ``drain_quiet`` (float, seconds): the silence that ends a host-side flush, for
+  a machine whose UART takes input slowly (qemu-uno).
 - ``[upload]`` for ``uploader = "avrdude"``: ``avrdude_part``, ``avrdude_programmer``, ``avrdude_baud``.
 - ``[emulator] uart_index`` (int, default 0): which ``-serial`` option is the harness's UART (QEMU maps
   the n-th ``-serial`` to the machine's n-th UART; the ones before it get ``-serial null``).
@@ -164,7 +165,8 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
 
 
 _EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
-                  "flash_base": int, "ram_base": int, "uart_index": int, "firmware_option": str}
+                  "flash_base": int, "ram_base": int, "uart_index": int, "firmware_option": str,
+                  "drain_quiet": float}
 _SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str,
              "link_flags": list, "toolchain": str}
 #: [soc] keys whose empty string means "none of ours": the toolchain's own crt / default linker script

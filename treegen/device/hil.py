@@ -304,6 +304,14 @@ def _max_payload_hint(model: Model, tgt: _targets.Target) -> int:
 BOOT_PING_TIMEOUTS = (0.25, 1.0, 3.0)
 
 
+def drain_quiet(target) -> float:
+    """Seconds of silence that end a flush on ``target``: its ``[emulator] drain_quiet`` (a slow emulated
+    UART), else the protocol's default."""
+    from treegen.device.protocol import DRAIN_QUIET
+
+    return float(_target(target).emulator.get("drain_quiet", DRAIN_QUIET))
+
+
 def await_boot(client: DeviceClient, *, timeouts=BOOT_PING_TIMEOUTS) -> None:
     """PING a freshly started emulated board until it answers (one try per entry of ``timeouts``).
     QEMU connects the socket before the firmware has set up its UART, and some UART models (the
@@ -380,6 +388,7 @@ def open_device(target, *, firmware: Firmware | None = None, port: str | None = 
         board.start()
         try:
             client = DeviceClient.open(board.url, timeout=timeout, max_payload=hint)
+            client.drain_quiet = drain_quiet(tgt)
             try:
                 await_boot(client)
                 yield Device(client, board.url, tgt, board)

@@ -430,6 +430,9 @@ class DeviceClient:
         self.timeout = float(timeout)
         self.name = name or str(getattr(port, "port", None) or getattr(port, "name", None) or "device")
         self.max_payload_hint = max_payload     # flush size before INFO is known (default: 65535)
+        #: a flush waits for this much silence (the target's ``[emulator] drain_quiet`` where its UART is
+        #: slow: qemu-uno takes up to ~1 ms per input byte)
+        self.drain_quiet = DRAIN_QUIET
         self._seq = 0
         self._info: DeviceInfo | None = None
         self._link_errors, self._write_timeouts = _serial_errors()
@@ -498,7 +501,7 @@ class DeviceClient:
         start = last = time.monotonic()
         while True:
             now = time.monotonic()
-            if now - last >= DRAIN_QUIET or now - start >= DRAIN_MAX:
+            if now - last >= self.drain_quiet or now - start >= max(DRAIN_MAX, 4 * self.drain_quiet):
                 return bytes(discarded)
             chunk = self._read(4096, "the flush")
             if chunk:
