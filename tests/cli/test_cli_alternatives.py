@@ -41,6 +41,17 @@ def test_fit_rf_prints_oob_and_eval_prints_auc_and_metrics_table(data, tmp_path,
     assert 0.9 < rep["roc_auc"] <= 1.0 and rep["predict_seconds"] > 0 and rep["train_seconds"] > 0
 
 
+def test_fit_efti_forest_and_tree_with_attributes_per_node(data, tmp_path, capsys):
+    for args in (["--algo", "rf", "--base", "efti", "--feature-bagging", "node", "--n-trees", "3"],
+                 ["--algo", "efti", "--max-features", "2"]):
+        model = tmp_path / "m.json"
+        code, out, err = run_cli(capsys, ["fit", data, *args, "--max-iter", "200", "--seed", "1", "-o", model, "-q"])
+        assert code == 0, err
+        k = 3 if "rf" in args else 2                 # bcw: sqrt(9) per node in the forest; 2 for the tree
+        for t in load(model).trees:
+            assert all(np.count_nonzero(t.weights[j]) <= k for j in np.flatnonzero(t.left >= 0))
+
+
 def test_fit_gp_vicinal_and_empirical(data, tmp_path, capsys):
     for risk in ("vicinal", "empirical"):
         sigma = ["--vicinity-sigma2", "0.05"] if risk == "vicinal" else []

@@ -202,3 +202,32 @@ def test_missing_target_file(tmp_path):
 def test_shipped_files_match_their_names():
     for path in Path(targets_dir()).glob("*.toml"):
         assert tomllib.loads(path.read_text())["name"] == path.stem
+
+
+def test_hifive1_and_its_qemu_machine():
+    """The HiFive1 (FE310-G000) and QEMU's sifive_e running its image: RISC-V data only, no new code path."""
+    board, qemu = targets.get("hifive1"), targets.get("qemu-hifive1")
+    assert board.kind == "board" and qemu.kind == "emulated" and qemu.image == "hifive1"
+    for t in (board, qemu):
+        assert (t.core, t.fpu, t.dsp, t.ram_kb, t.uart) == ("rv32imac", False, False, 16, "sifive_uart")
+        assert t.cc == "riscv64-unknown-elf-gcc" and {"-march=rv32imac", "-mabi=ilp32"} <= set(t.cflags)
+    # the image sits after the Rev A bootloader (0x20400000, where sifive_e's reset vector jumps); RAM = DTIM
+    assert (board.soc["flash_base"], board.soc["ram_base"]) == (0x20400000, 0x80000000)
+    assert (board.soc["startup"], board.soc["ldscript"], board.soc["toolchain"]) == \
+        ("startup_riscv.c", "riscv.ld", "toolchain-riscv")
+    assert board.soc["defines"]["TG_UART_BASE"] == 0x10013000
+    assert board.upload == {"uploader": "openocd", "openocd_config": "board/sifive-hifive1.cfg",
+                            "probe": board.upload["probe"]}
+    assert qemu.emulator["qemu"] == "qemu-system-riscv32" and qemu.emulator["machine"] == "sifive_e"
+    assert "shift=0,align=off,sleep=off" in qemu.emulator["args"]
+
+
+def test_soc_toolchain_and_link_flags_are_checked(tmp_path):
+    bad = tmp_path / "x.toml"
+    text = (targets_dir() / "hifive1.toml").read_text().replace('name = "hifive1"', 'name = "x"')
+    bad.write_text(text.replace('link_flags = ["-nostartfiles"]', 'link_flags = "-nostartfiles"'))
+    with pytest.raises(TreegenError, match=r"\[soc\] key 'link_flags' must be a list of strings"):
+        targets.get(str(bad))
+    bad.write_text(text.replace('toolchain = "toolchain-riscv"', 'toolchain = 3'))
+    with pytest.raises(TreegenError, match=r"\[soc\] key 'toolchain' must be str"):
+        targets.get(str(bad))

@@ -259,3 +259,16 @@ def test_bad_arguments(tmp_path, firmware):
     with pytest.raises(TreegenError, match="not running"):
         board.url
     board.close()   # idempotent, nothing started
+
+
+def test_missing_qemu_names_its_debian_package(tmp_path, monkeypatch):
+    """qemu-system-riscv32 (qemu-hifive1) comes with Debian's qemu-system-misc, not qemu-system-arm."""
+    from treegen.device import emulator
+
+    elf = tmp_path / "fw.elf"
+    elf.write_bytes(b"\x7fELF")
+    monkeypatch.setattr(emulator.shutil, "which", lambda name, *a, **k: None)
+    with pytest.raises(TreegenError, match=r"qemu-system-riscv32 not found: install QEMU \(Debian package "
+                                           r"qemu-system-misc, see scripts/setup.sh\) to run the emulated target "
+                                           r"qemu-hifive1$"):
+        QemuBoard("qemu-hifive1", elf).start()

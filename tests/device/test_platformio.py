@@ -163,6 +163,7 @@ def test_emulated_ini_is_fully_offline(tmp_path, name):
     assert (platform / "platform.py").is_file() and (platform / "builder" / "main.py").is_file()
     board = json.loads((platform / "boards" / f"{name}.json").read_text())
     assert board["build"]["cpu_flags"] == list(t.cflags)
+    assert "link_flags" not in board["build"]       # the builder's default: -nostartfiles + newlib-nano specs
     assert board["build"]["mcu"] == EMULATED[name] and board["upload"]["machine"] == EMULATED[name]
     assert board["build"]["flash_size"] == board["upload"]["maximum_size"] == t.flash_kb * 1024
     assert board["build"]["ram_size"] == board["upload"]["maximum_ram_size"] == t.ram_kb * 1024
@@ -183,6 +184,28 @@ def test_emulated_ini_is_fully_offline(tmp_path, name):
     assert gcc.is_symlink()
     require_tools("arm-none-eabi-gcc")
     assert gcc.resolve() == Path(shutil.which("arm-none-eabi-gcc")).resolve()
+
+
+def test_riscv_board_project_wraps_its_own_toolchain(tmp_path):
+    """hifive1: the toolchain package and the link's C runtime come from the target ([soc] toolchain,
+    link_flags); the startup file and linker script are the RISC-V pair."""
+    out = tmp_path / "hf"
+    tpio.write_build_files(out, "hifive1")
+    platform = out / "offline" / "platforms" / tpio.PLATFORM_NAME
+    assert set(json.loads((platform / "platform.json").read_text())["packages"]) == {"toolchain-riscv"}
+    build = json.loads((platform / "boards" / "hifive1.json").read_text())["build"]
+    assert build["link_flags"] == ["-nostartfiles"] and build["toolchain_prefix"] == "riscv64-unknown-elf-"
+    assert build["ldscript"] == "riscv.ld" and (build["flash_origin"], build["ram_origin"]) == (0x20400000, 0x80000000)
+    chain = out / "offline" / "packages" / "toolchain-riscv"
+    assert json.loads((chain / "package.json").read_text())["name"] == "toolchain-riscv"
+    assert (chain / "bin" / "riscv64-unknown-elf-gcc").is_symlink()
+    assert not (out / "offline" / "packages" / "toolchain-gccarmnoneeabi").exists()
+    assert tpio.baremetal_files("hifive1") == ("startup_riscv.c", "riscv.ld")
+    gcc = chain / "bin" / "riscv64-unknown-elf-gcc"
+    gcc.unlink()
+    gcc.symlink_to(tmp_path / "nowhere" / "riscv64-unknown-elf-gcc")
+    with pytest.raises(TreegenError, match="riscv64-unknown-elf-gcc not found .*gcc-riscv64-unknown-elf"):
+        tpio.build(out)
 
 
 def test_emulated_project_sources(tmp_path):

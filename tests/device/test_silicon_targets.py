@@ -1,16 +1,19 @@
 """Real microcontrollers' firmware on emulated silicon: the bare-metal board-support ports
-(templates/firmware/tg_port_stm32_usart*.c, tg_port_nrf51_uart.c), built offline for the boards and
-run on QEMU's STM32 and nRF51 machines.
+(templates/firmware/tg_port_stm32_usart*.c, tg_port_nrf51_uart.c, tg_port_sifive_uart.c), built
+offline for the boards and run on QEMU's STM32, nRF51 and SiFive FE310 machines.
 
 - qemu-netduinoplus2 runs the nucleo_f446re image (same loadable bytes: the sha256 is compared),
   qemu-microbit the microbit_v1 image (a true Cortex-M0), qemu-stm32vldiscovery the STM32F1 port linked
-  for the F100's 8 KiB RAM: inference (PREDICT and PROBA of a soft-voting forest), instruction counts,
-  protocol robustness (bad CRC, garbage, truncated and oversized frames) and one on-device training
-  case each, identical to the host engine.
+  for the F100's 8 KiB RAM, qemu-hifive1 (sifive_e) the hifive1 image (RISC-V RV32IMAC, SiFive UART,
+  minstret): inference (PREDICT and PROBA of a soft-voting forest), instruction counts, protocol
+  robustness (bad CRC, garbage, truncated and oversized frames) and one on-device training case each,
+  identical to the host engine.
 - nucleo_l031k6 (no QEMU model of the STM32L0) and bluepill_f103c8: built and linked, not run.
-- treegen flash: the pyOCD command per board (--dry-run) and the one-line "no probe" error.
+- treegen flash: the pyOCD command per board (--dry-run) and the one-line "no probe" error; OpenOCD for
+  the HiFive1.
 
-FAILS (never skips) when arm-none-eabi-gcc, QEMU or pyOCD is missing (scripts/setup.sh, the device extra).
+FAILS (never skips) when arm-none-eabi-gcc, riscv64-unknown-elf-gcc, QEMU (qemu-system-arm,
+qemu-system-riscv32) or pyOCD is missing (scripts/setup.sh, the device extra).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from treegen.device.image import image_sha256
 from treegen.device.protocol import ErrorCode, FrameParser, MsgType, encode_frame
 
 EMULATED = {"qemu-netduinoplus2": "nucleo_f446re", "qemu-microbit": "microbit_v1",
-            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery", "qemu-uno": "arduino_uno"}
+            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery", "qemu-hifive1": "hifive1", "qemu-uno": "arduino_uno"}
 #: what BENCH counts under QEMU: instructions (-icount), or on qemu-uno the virtual clock's nanoseconds
 #: (QEMU 7.2's AVR machines cannot run -icount with a timer: "Bad icount read")
 UNIT = {"qemu-uno": "nanoseconds"}
@@ -73,7 +76,7 @@ def test_emulated_target_builds_its_boards_image(name, built):
     t = targets.get(name)
     fw = built[name]
     assert t.image == EMULATED[name] and fw.target == EMULATED[name]
-    assert t.uart in ("stm32_usart", "nrf51_uart", "avr_usart")
+    assert t.uart in ("stm32_usart", "nrf51_uart", "sifive_uart", "avr_usart")
     assert fw.flash_bytes < t.flash_bytes and fw.ram_bytes < t.ram_bytes
 
 
@@ -102,6 +105,20 @@ def test_inference_predict_and_proba_identical(name, forest, built):
     # instructions per inference, counted by the port's tick source under -icount (repeatable); on
     # qemu-uno the emulator's wall-clock nanoseconds
     assert report["counter_unit"] == UNIT.get(name, "instructions") and 10 < report["insn_per_inference"] < 20000
+
+
+def test_hifive1_counts_instructions_with_minstret_repeatably(forest, built):
+    """qemu-hifive1's BENCH counts minstret under -icount shift=0: instructions, the same total on every
+    run of the same rows (two BENCHes on one device, one on a fresh device)."""
+    model, X = forest
+    rows = np.asarray(model.scaling.to_q15(X[:3]), dtype=np.int64)
+    totals = []
+    for _ in range(2):
+        with open_device("qemu-hifive1", firmware=built["qemu-hifive1"], timeout=5, model=model) as dev:
+            totals.append([dev.client.bench(r[None, :], 500).total for r in rows])
+            res = dev.client.bench(rows[:1], 500)
+            assert res.unit == 0 and res.total == totals[-1][0]      # unit 0: instructions
+    assert totals[0] == totals[1] and len(set(totals[0])) > 1 and all(t > 500 * 10 for t in totals[0])
 
 
 @pytest.mark.parametrize("name", sorted(EMULATED))
@@ -199,7 +216,7 @@ def test_arduino_framework_stays_reachable(forest, tmp_path):
     assert (out / "src" / "tg_port_arduino.cpp").is_file()
 
 
-@pytest.mark.parametrize("board", ["nucleo_f446re", "bluepill_f103c8", "nucleo_l031k6", "microbit_v1"])
+@pytest.mark.parametrize("board", ["nucleo_f446re", "bluepill_f103c8", "nucleo_l031k6", "microbit_v1", "hifive1"])
 def test_ports_are_strict_c99(board, forest, tmp_path):
     """Each port, the shared headers and the startup code: C99, -Wall -Wextra -Werror -Wconversion
     -pedantic, with the board's own macros (the [soc.defines] of its target file)."""
@@ -209,8 +226,8 @@ def test_ports_are_strict_c99(board, forest, tmp_path):
     t = targets.get(board)
     out = tpio.write_project(forest[0], tmp_path / board, target=t, layout="table", variant="auto")
     defines = [f"-D{name}={value}" for name, value in tpio.firmware_defines(t)]
-    for src in (f"tg_port_{t.uart}.c", "startup_cortexm.c"):
-        proc = subprocess.run(["arm-none-eabi-gcc", *t.cflags, "-std=c99", "-Wall", "-Wextra", "-Werror",
+    for src in (f"tg_port_{t.uart}.c", tpio.baremetal_files(t)[0]):
+        proc = subprocess.run([t.cc, *t.cflags, "-std=c99", "-Wall", "-Wextra", "-Werror",
                                "-Wconversion", "-pedantic", "-c", "-o", str(tmp_path / "o.o"), *defines,
                                "-I", str(out / "src"), str(out / "src" / src)], capture_output=True, text=True)
         assert proc.returncode == 0, f"{board} {src}: {proc.stderr}"
@@ -303,3 +320,33 @@ def test_flash_without_a_probe_is_one_line_exit_2(model_file, tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1
     assert err.startswith("treegen: error: no debug probe found for nucleo_f446re: connect the Nucleo's on-board "
                           "ST-LINK")
+
+
+# ---------------------------------------------------------------------- treegen flash (OpenOCD: HiFive1)
+def test_flash_dry_run_prints_the_openocd_command(model_file, built, capsys):
+    """The HiFive1's uploader is OpenOCD with its FTDI board config; the ELF path is one Tcl word. The
+    project qemu-hifive1 ran is the hifive1 build of the same model: reused, not rebuilt."""
+    project = built["qemu-hifive1"].project
+    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "hifive1", "-o", str(project), "--dry-run")
+    assert code == 0, err
+    assert "(up to date)" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("upload"))
+    elf = (project / ".pio" / "build" / "hifive1" / "firmware.elf").resolve()
+    assert line.split(None, 1)[1] == f"openocd -f board/sifive-hifive1.cfg -c 'program {{{elf}}} verify reset exit'"
+    # the image starts at the address the HiFive1's bootloader (and QEMU sifive_e) jumps to
+    from treegen.device.image import loadable_segments
+
+    assert loadable_segments(elf)[0][0] == 0x20400000
+    board = (project / "offline" / "platforms" / "treegen-qemu" / "boards" / "hifive1.json").read_text()
+    assert '"program {$SOURCE} verify reset exit"' in board        # pio run -t upload: the same command
+
+
+def test_flash_without_openocd_is_one_line_exit_2(model_file, tmp_path, capsys, monkeypatch):
+    from treegen.device import upload
+
+    real_which = upload.shutil.which
+    monkeypatch.setattr(upload.shutil, "which", lambda name, *a, **k: None if name == "openocd" else real_which(name))
+    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "hifive1", "-o", str(tmp_path / "p"))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("treegen: error: openocd not found: install OpenOCD (Debian package openocd)")
+    assert not (tmp_path / "p").exists()                          # checked before building

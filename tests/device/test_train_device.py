@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -287,6 +288,15 @@ def test_training_variant_auto_and_refusals():
         with pytest.raises(TreegenError, match=f"^variant '{variant}' needs") as exc:
             tf.make_train_spec(target, PARAMS, max_rows=100, n_attr=8, n_classes=3, dsp=variant)
         assert "\n" not in str(exc.value)
+
+
+def test_device_engine_refuses_attribute_sampling_per_node():
+    """The device engine is built without TG_EFTI_NODE_SAMPLING: node_features is refused, not ignored;
+    the parameter digest of the default (off) is the one it always was."""
+    with pytest.raises(TreegenError, match="no attribute sampling per node"):
+        tf.make_train_spec("qemu-m4", replace(PARAMS, node_features=3), max_rows=100, n_attr=8, n_classes=3)
+    assert tf.params_digest(replace(PARAMS, node_features=0)) == tf.params_digest(PARAMS)
+    assert tf.params_digest(EFTIParams()).hex() == "781e8108bceaad4f"
 
 
 @pytest.mark.hil

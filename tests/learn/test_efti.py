@@ -26,7 +26,7 @@ def test_dipole_hyperplane_separates_its_dipole():
     ev = _evolver("gls")
     for _ in range(300):
         state = ev.rng.state
-        w, theta = ev.dipole_hyperplane(None)
+        w, theta = ev.dipole_hyperplane(None, ev.root)
         # replay the draws to recover the dipole
         ev.rng.state = state
         i = ev.rng.below(ev.n)
@@ -44,7 +44,7 @@ def test_dipole_prefers_the_leaf_members_when_they_hold_two_classes():
     ev = _evolver("irs")
     members = np.concatenate([np.flatnonzero(ev.y == 1)[:20], np.flatnonzero(ev.y == 2)[:20]])
     for _ in range(50):
-        w, theta = ev.dipole_hyperplane(members)
+        w, theta = ev.dipole_hyperplane(members, ev.root)
         # w is a difference of two member rows: every dipole end must be a member
         diffs = ev.X[members][:, None, :] - ev.X[members][None, :, :]
         assert np.any(np.all(diffs == w, axis=2))
@@ -192,10 +192,45 @@ def test_learns_an_easy_oblique_concept():
     ({"topology_mutation_rate": 1.5}, "topology_mutation_rate"),
     ({"search_probability": 0.0}, "search_probability"),
     ({"max_depth": 0}, "max_depth"),
+    ({"node_features": -1}, "node_features"),
+    ({"node_features": 2.5}, "node_features"),
 ])
 def test_bad_parameters_are_rejected(kw, msg):
     with pytest.raises(TreegenError, match=msg):
         EFTIParams(**kw).validate()
+
+
+def test_node_sampling_keeps_every_node_on_its_own_attributes():
+    """node_features = k: each node's dipole and weight mutations touch only the k attributes it drew."""
+    ev = _evolver("veh", seed=3, node_features=4, max_depth=5)
+    drawn = set()
+    for it in range(400):
+        undo = ev.mutate()
+        mutant = ev.evaluate_mutant(undo)
+        if it % 3:                                     # accept two mutations of three, revert the third
+            ev.adopt(*mutant)
+            ev.commit_topology(undo)
+        else:
+            ev.revert(undo)
+        for k in ev.internal:
+            own = set(ev.F[k].tolist())
+            assert len(own) == 4 and set(np.flatnonzero(ev.W[k]).tolist()) <= own
+            drawn |= own
+    assert len(ev.internal) > 3 and len(drawn) > 8     # nodes draw different subsets
+    X, y, C = _data("veh")
+    tree, _ = induce(X / 32768.0, y, C, EFTIParams(max_iter=800, node_features=4), seed=3)
+    assert all(np.count_nonzero(tree.weights[j]) <= 4 for j in np.flatnonzero(tree.left >= 0))
+
+
+def test_node_features_zero_or_all_makes_no_draws():
+    X, y, C = _data("gls")
+    X = X / 32768.0
+    ref, _ = induce(X, y, C, EFTIParams(max_iter=600), seed=2)
+    for k in (0, X.shape[1], 100):
+        tree, _ = induce(X, y, C, EFTIParams(max_iter=600, node_features=k), seed=2)
+        assert tree.equals(ref)
+    sampled, _ = induce(X, y, C, EFTIParams(max_iter=600, node_features=3), seed=2)
+    assert not sampled.equals(ref)
 
 
 def test_input_off_the_q15_grid_is_rejected():

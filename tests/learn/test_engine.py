@@ -29,6 +29,10 @@ CASES = [
     ("son", 2000, 7, {"search_probability": 0.2, "search_probability_raise": 1e-3,
                       "return_to_best_probability": 0.01}),
     ("bcw", 3000, 8, {"max_depth": 1}),
+    # attribute sampling per node (TG_EFTI_NODE_SAMPLING): partial + window, and the lean build
+    ("gls", 3000, 9, {"node_features": 3}),
+    ("irs", 2000, 10, {"node_features": 2, "dipole": "node", "coefficient_mutation_rate": 0.1,
+                       "partial_reclassification": False}),
 ]
 
 
@@ -65,6 +69,17 @@ def test_estimator_engines_agree_and_auto_picks_native():
         EFTIClassifier(engine="gpu").fit(X, y)
 
 
+def test_estimator_max_features_samples_per_node_in_both_engines():
+    X, y = load_shared("gls")
+    a = EFTIClassifier(max_iter=1500, max_features="sqrt", random_state=5, engine="python").fit(X, y)
+    b = EFTIClassifier(max_iter=1500, max_features="sqrt", random_state=5, engine="native").fit(X, y)
+    assert a.tree_.equals(b.tree_)
+    assert all(np.count_nonzero(a.tree_.weights[j]) <= 3 for j in np.flatnonzero(a.tree_.left >= 0))
+    assert not a.tree_.equals(EFTIClassifier(max_iter=1500, random_state=5).fit(X, y).tree_)
+    with pytest.raises(TreegenError, match="python and native engines only"):
+        EFTIClassifier(max_iter=10, max_features=2, engine=engine.induce).fit(X, y)
+
+
 def test_callback_from_native_engine():
     X, y, C = _data("irs")
     seen = []
@@ -81,6 +96,20 @@ def test_bad_input_is_rejected_with_a_clear_error():
         engine.induce(X + 1e-7, y, C, EFTIParams(max_iter=10))
     with pytest.raises(TreegenError, match="max_iter"):
         engine.induce(X, y, C, EFTIParams(max_iter=-1))
+
+
+def test_node_sampling_build_compiles_strictly_for_cortex_m4(tmp_path):
+    cc = shutil.which("arm-none-eabi-gcc")
+    assert cc, "arm-none-eabi-gcc is required (scripts/setup.sh installs it)"
+    sources = engine.render_engine(engine.engine_sizes(512, 18, 4, 5, node_sampling=True))
+    assert "node_features" in sources["tg_efti.h"]
+    assert "node_features" not in engine.render_engine(engine.engine_sizes(512, 18, 4, 5))["tg_efti.h"]
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+    res = subprocess.run([cc, "-mcpu=cortex-m4", "-mthumb", "-Os", *engine.STRICT_FLAGS, "-c",
+                          str(tmp_path / "tg_efti.c"), "-o", str(tmp_path / "tg_efti.o")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
 
 
 @pytest.mark.parametrize("cpu, variant", [("cortex-m0plus", "scalar"), ("cortex-m3", "scalar"), ("cortex-m4", "dsp"),

@@ -101,6 +101,25 @@ def test_oblique_forest_of_efti_trees(pid):
     assert len(np.unique(clf.predict(X_test))) == 2
 
 
+def test_oblique_forest_with_attributes_per_node():
+    """ger: the per-tree subspace forest falls to the majority class (few trees see the attribute that
+    carries the class); drawn per node, every tree can reach it (issue 26)."""
+    X, y = load_shared("ger")
+    tr, te = slice(0, 500), slice(500, None)
+    majority = np.max(np.unique(y[te], return_counts=True)[1]) / y[te].shape[0]
+    kw = {"n_trees": 5, "base": "efti", "max_iter": 300, "random_state": 4}
+    node = RFClassifier(feature_bagging="node", **kw).fit(X[tr], y[tr])
+    tree = RFClassifier(feature_bagging="tree", **kw).fit(X[tr], y[tr])
+    k = node.fit_info_["max_features"]
+    assert node.fit_info_["feature_bagging"] == "node" and k == 4
+    for t in node.trees_:
+        assert all(np.count_nonzero(t.weights[j]) <= k for j in np.flatnonzero(t.left >= 0))
+    assert np.count_nonzero(np.any(np.vstack([t.weights for t in node.trees_]) != 0, axis=0)) > k
+    assert node.score(X[te], y[te]) > majority + 0.1 > tree.score(X[te], y[te]), (node.score(X[te], y[te]), majority)
+    again = RFClassifier(feature_bagging="node", **kw).fit(X[tr], y[tr])
+    assert all(a.equals(b) for a, b in zip(node.trees_, again.trees_))
+
+
 @pytest.mark.parametrize("params, match", [
     ({"n_trees": 0}, "n_trees"),
     ({"base": "svm"}, "not a tree learner"),
@@ -108,6 +127,8 @@ def test_oblique_forest_of_efti_trees(pid):
     ({"sample_fraction": 0.0}, "sample_fraction"),
     ({"max_features": "half"}, "max_features"),
     ({"base": "efti", "feature_bagging": "split"}, "split"),
+    ({"base": "cart", "feature_bagging": "node"}, "needs base='efti'"),
+    ({"base": "gp", "feature_bagging": "node"}, "needs base='efti'"),
 ])
 def test_bad_forest_parameters(pid, params, match):
     X, y = pid

@@ -4,6 +4,7 @@ training), built offline for emulated targets; uploaded to a board or run in QEM
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
 
 FRAMEWORKS = ("baremetal", "arduino")      # treegen.device.platformio.FRAMEWORKS (not imported: device is lazy)
-UPLOADERS = ("pyocd", "platformio")         # treegen.device.upload.UPLOADERS
+UPLOADERS = ("pyocd", "openocd", "platformio")   # treegen.device.upload.UPLOADERS
 
 
 def register(sub) -> None:
@@ -37,8 +38,8 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
     p.add_argument("--uploader", choices=UPLOADERS, default=None,
                    help="boards: pyocd (default for the ST and Nordic boards: ST-LINK / CMSIS-DAP probes), "
-                        "avrdude (default for the Arduino Uno: its bootloader on --port) or "
-                        "platformio (pio run -t upload)")
+                        "openocd (default for the HiFive1: its FTDI JTAG), avrdude (default for the Arduino Uno: "
+                        "its bootloader on --port) or platformio (pio run -t upload)")
     p.add_argument("--dry-run", action="store_true",
                    help="boards: build, print the exact upload command, do not run it")
     p.set_defaults(func=cmd_flash)
@@ -189,9 +190,9 @@ def cmd_flash(args) -> int:
     model, target, out = _firmware_project(args)
     if target.kind == "board" and args.framework == "baremetal" and target.uart != "arduino":
         return _flash_baremetal(model, target, out, args)
-    if args.dry_run or args.uploader == "pyocd":
-        raise TreegenError("--dry-run and --uploader pyocd are for the bare-metal build of a board "
-                           "(--framework baremetal)")
+    if args.dry_run or args.uploader in ("pyocd", "openocd"):
+        raise TreegenError(f"--dry-run and --uploader {args.uploader or 'pyocd'} are for the bare-metal build of a "
+                           "board (--framework baremetal)")
     train = _train_spec(args, model, target)
     if target.kind == "board":
         from treegen.device.commands import upload_firmware
@@ -247,6 +248,8 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
     if uploader == "pyocd" and not args.dry_run:
         up.check_probe(target)                  # before building: no probe -> one line, exit 2
         up.check_part(target)
+    if uploader == "openocd" and not args.dry_run:
+        up.check_openocd(target)
     if uploader == "avrdude" and not args.dry_run:
         up.check_avrdude(target)
     train = _train_spec(args, model, target)
@@ -255,7 +258,7 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
         cmd = pio.upload_command(out, port=args.port)
     else:
         cmd = up.upload_command(target, res.elf, port=args.port)
-    print(f"upload          {' '.join(cmd)}", flush=True)
+    print(f"upload          {shlex.join(cmd)}", flush=True)
     if args.dry_run:
         if uploader == "pyocd":
             try:

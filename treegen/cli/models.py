@@ -94,9 +94,10 @@ def _add_forest_options(g) -> None:
     g.add_argument("--base", metavar="LEARNER",
                    help="rf: base tree learner: cart (default), efti (oblique forest), gp")
     g.add_argument("--max-features", type=_max_features_value, metavar="sqrt|log2|all|N",
-                   help="rf: features sampled per split or per tree (default sqrt)")
-    g.add_argument("--feature-bagging", choices=("auto", "split", "tree"),
-                   help="rf: sample features per split (cart) or per tree (default auto)")
+                   help="rf: features sampled per split, tree or node (default sqrt); efti: attributes "
+                        "drawn per node test (default all)")
+    g.add_argument("--feature-bagging", choices=("auto", "split", "tree", "node"),
+                   help="rf: sample features per split (cart), per tree, or per node test (efti); default auto")
     g.add_argument("--sample-fraction", type=positive_float, metavar="F",
                    help="rf: bootstrap sample size / training rows (default 1.0; the seed's 2/3 = 0.6667)")
 

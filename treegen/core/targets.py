@@ -25,21 +25,22 @@ Optional keys (validated when present):
   (``TG_UART_BASE``, ``TG_UART_RX_IRQ``, clock-enable registers and bits, pins, clock; int or str);
   ``startup`` / ``ldscript`` (templates/firmware/ file names, default ``startup_cortexm.c`` /
   ``cortexm.ld``: another core family brings its own pair; ``""``: none, the C library's startup code /
-  the compiler's default linker script, as avr-libc's on AVR), ``link_flags`` (list: the runtime link
-  flags replacing the Cortex-M default ``-nostartfiles --specs=nano.specs --specs=nosys.specs``),
-  ``toolchain`` (the project-local PlatformIO toolchain package wrapping the system compiler, default
-  ``toolchain-gccarmnoneeabi``).
+  the compiler's default linker script, as avr-libc's on AVR); ``toolchain`` (the PlatformIO package
+  wrapping the system compiler, default ``toolchain-gccarmnoneeabi``; RISC-V ``toolchain-riscv``, AVR
+  ``toolchain-atmelavr``) and ``link_flags`` (list: the C runtime flags of the link, default
+  ``-nostartfiles`` with newlib-nano's specs; ``[]`` on AVR: avr-libc's crt).
 - ``progmem`` (bool, default false): constant tables go to program memory explicitly (AVR: PROGMEM,
   read with pgm_read_*; a plain ``const`` table would be copied to RAM).
 - ``max_payload`` (int): the firmware harness's largest frame payload (default RAM/16, 256..1024).
 - ``image`` (str, emulated targets): the board whose firmware image this QEMU machine runs unchanged
   (``qemu-netduinoplus2`` runs ``nucleo_f446re``'s); the image is built for that board.
-- ``[upload]`` (boards): ``uploader`` (``pyocd``), ``pyocd_target`` (pyOCD's part name, e.g.
-  ``stm32f446retx``), ``probe`` (what the user connects, for messages).
+- ``[upload]`` (boards): ``uploader`` (``pyocd``, ``openocd`` or ``avrdude``), ``pyocd_target``
+  (pyOCD's part name, e.g. ``stm32f446retx``), ``openocd_config`` (OpenOCD's board config, e.g.
+  ``board/sifive-hifive1.cfg``), ``avrdude_part`` / ``avrdude_programmer`` / ``avrdude_baud``
+  (avrdude's ``-p`` / ``-c`` / ``-b``), ``probe`` (what the user connects, for messages).
 - ``[emulator] firmware_option`` (str, default ``-kernel``): how QEMU is given the ELF (``-bios`` for
   the AVR machines); ``drain_quiet`` (float, seconds): the silence that ends a host-side flush, for
   a machine whose UART takes input slowly (qemu-uno).
-- ``[upload]`` for ``uploader = "avrdude"``: ``avrdude_part``, ``avrdude_programmer``, ``avrdude_baud``.
 - ``[emulator] uart_index`` (int, default 0): which ``-serial`` option is the harness's UART (QEMU maps
   the n-th ``-serial`` to the machine's n-th UART; the ones before it get ``-serial null``).
 """
@@ -171,7 +172,7 @@ _SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict,
              "link_flags": list, "toolchain": str}
 #: [soc] keys whose empty string means "none of ours": the toolchain's own crt / default linker script
 _SOC_MAY_BE_EMPTY = ("startup", "ldscript")
-_UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str, "avrdude_part": str,
+_UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str, "openocd_config": str, "avrdude_part": str,
                 "avrdude_programmer": str, "avrdude_baud": int}
 #: the port of the online Arduino build (PlatformIO's official platforms); every other port is bare metal
 ARDUINO_PORT = "arduino"

@@ -245,7 +245,7 @@ def existing_firmware(model: Model, target, build_dir, *, layout: str | None, va
     if elf is None:
         return None
     try:
-        size = pio.flash_size(elf)
+        size = pio.flash_size(elf, pio.toolchain_prefix(tgt))
     except TreegenError:
         return None
     return Firmware(tgt.name, elf, layout or "?", variant or "?", size.flash, size.ram, 0.0, project)

@@ -4,11 +4,14 @@
 
     platformio.ini          one environment for the target (from templates/platformio/platformio.ini.j2)
     src/                    the model and the harness (treegen.device.firmware.write_harness); emulated
-                            targets also get startup_cortexm.c and cortexm.ld
+                            targets also get startup_cortexm.c and cortexm.ld (another core family:
+                            its [soc] startup / ldscript, e.g. startup_riscv.c and riscv.ld)
     offline/                emulated targets only: everything PlatformIO needs, so that it never
       platforms/treegen-qemu/      asks its registry (unreachable here):
         platform.json platform.py builder/main.py boards/<board>.json
       packages/toolchain-gccarmnoneeabi/   package.json + bin/ symlinks to the system arm-none-eabi-*
+                                           (the target's [soc] toolchain: toolchain-riscv for
+                                           riscv64-unknown-elf-*)
       packages/tool-scons/                 package.json + .piopm + scons.py (SCons from pip)
 
 For emulated targets ``platformio.ini`` points ``core_dir``, ``platforms_dir`` and ``packages_dir``
@@ -46,7 +49,8 @@ SCONS_PACKAGE = "tool-scons"
 TOOLCHAIN_PREFIX = "arm-none-eabi-"
 
 #: the Debian packages of a cross compiler (for the "not found" message)
-DEBIAN_TOOLCHAINS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi", "avr-gcc": "gcc-avr avr-libc"}
+DEBIAN_TOOLCHAINS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi", "avr-gcc": "gcc-avr avr-libc",
+                     "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"}
 
 #: environment for every ``pio`` call: no telemetry, no upgrade check (no network access)
 PIO_ENV = {"PLATFORMIO_SETTING_ENABLE_TELEMETRY": "no", "PLATFORMIO_DISABLE_UPGRADE_CHECK": "true"}

@@ -119,6 +119,8 @@ def params_digest(params: EFTIParams) -> bytes:
     """8 bytes identifying the EFTI parameters that shape the generated tables (max_iter and
     partial_reclassification excluded: they do not change the tables or the result)."""
     d = {k: v for k, v in asdict(params).items() if k not in _RUNTIME_FIELDS}
+    if not d.get("node_features"):        # off (the only setting devices run): the digest it always had
+        d.pop("node_features", None)
     blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).digest()[:DIGEST_BYTES]
 
@@ -172,6 +174,9 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     """
     tgt = _target(target)
     params = (params or EFTIParams()).validate()
+    if params.node_features:
+        raise TreegenError("the device EFTI engine has no attribute sampling per node (node_features / "
+                           "max_features): train on the host (engine python or native)")
     fx = fy = None
     fc = 0
     if flash_data is not None:

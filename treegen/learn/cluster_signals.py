@@ -28,6 +28,21 @@ _TRAP = 'trap "" INT; exec "$0" "$@"'
 _active = False
 
 
+# A resource tracker (multiprocessing's or loky's) outlives the workers stopped on a signal and unlinks
+# their semaphores itself; its "There appear to be N leaked semlock objects to clean up at shutdown"
+# warning then only adds a second, confusing line under treegen's one-line "interrupted" message. The
+# filter (a -W option cannot name a message containing ':') silences the tracker's UserWarnings, whose
+# messages all start "resource_tracker"; it applies to the tracker process only.
+_TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
+
+
+def _quiet_tracker(args: list) -> list:
+    """``args`` (after the executable) with the tracker's shutdown warning filtered, for a tracker."""
+    if any(isinstance(a, str) and "resource_tracker import main" in a for a in args):
+        return ["-W", _TRACKER_QUIET, *args]
+    return args
+
+
 @contextlib.contextmanager
 def children_ignore_sigint() -> Iterator[None]:
     """Python worker processes started in this block — by ``multiprocessing`` (Dask's nannies, its
@@ -43,7 +58,7 @@ def children_ignore_sigint() -> Iterator[None]:
     original = mp_util.spawnv_passfds
 
     def spawnv_passfds(path, args, passfds):
-        return original(os.fsencode(SH), [SH, "-c", _TRAP, path, *list(args)[1:]], passfds)
+        return original(os.fsencode(SH), [SH, "-c", _TRAP, path, *_quiet_tracker(list(args)[1:])], passfds)
 
     patched.append((mp_util, "spawnv_passfds", original))
     mp_util.spawnv_passfds = spawnv_passfds

@@ -51,7 +51,8 @@ def max_coef_mutations(max_depth: int, n_attr: int, coefficient_mutation_rate: f
 
 
 def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: bool = True,
-                 dsp: bool = True, coefficient_mutation_rate: float | None = None, vicinal: bool = False) -> dict:
+                 dsp: bool = True, coefficient_mutation_rate: float | None = None, vicinal: bool = False,
+                 node_sampling: bool = False) -> dict:
     max_nodes = (1 << (max_depth + 1)) - 1
     if max_nodes > 32767:
         raise TreegenError(f"EFTI engine: max_depth {max_depth} needs {max_nodes} nodes (int16 node index)")
@@ -71,6 +72,9 @@ def engine_sizes(n: int, n_attr: int, n_classes: int, max_depth: int, partial: b
         # the vicinal risk (TG_EFTI_VICINAL, treegen.learn.vicinal_q16) is built only when asked for:
         # the empirical engine's source stays what it was
         **({"vicinal": True, "phi": [int(v) for v in vicinal_q16.phi_table()]} if vicinal else {}),
+        # attribute sampling per node (TG_EFTI_NODE_SAMPLING, EFTIParams.node_features), likewise only when
+        # asked for
+        **({"node_sampling": True} if node_sampling else {}),
     }
 
 
@@ -103,6 +107,8 @@ def _structs(sizes: dict):
                     ("raise_q32", ctypes.c_uint64),
                     ("topo", ctypes.POINTER(ctypes.c_uint64)), ("pen", ctypes.POINTER(ctypes.c_uint32)),
                     ("miss", ctypes.POINTER(ctypes.c_uint32)), ("exp_tab", ctypes.POINTER(ctypes.c_uint32))]
+        if sizes.get("node_sampling"):
+            _fields_ = _fields_ + [("node_features", ctypes.c_uint16)]
 
     nn, na = sizes["max_nodes"], sizes["max_attr"]
 
@@ -145,8 +151,10 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     if vicinal and n > 65535:
         raise TreegenError(f"the native EFTI engine's vicinal risk supports at most 65535 rows, got {n} "
                            f"(use engine='python')")
+    sampling = 0 < params.node_features < A      # otherwise no draws: the build without sampling
     sizes = engine_sizes(n, A, n_classes, params.max_depth, params.partial_reclassification,
-                         coefficient_mutation_rate=params.coefficient_mutation_rate, vicinal=vicinal)
+                         coefficient_mutation_rate=params.coefficient_mutation_rate, vicinal=vicinal,
+                         node_sampling=sampling)
     lib = KERNEL.load(render_engine(sizes))
     Data, Config, TreeOut = _structs(sizes)
     sigma_q15 = None
@@ -176,6 +184,8 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
                  keep["pen"].ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)),
                  keep["miss"].ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)),
                  keep["exp"].ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)))
+    if sampling:
+        cfg.node_features = params.node_features
     t0 = time.perf_counter()
     rc = lib.tg_efti_init(ctypes.byref(cfg), ctypes.byref(data))
     if rc != 0:

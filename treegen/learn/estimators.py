@@ -69,6 +69,11 @@ class EFTIClassifier(TreeClassifier):
         alpha: 1 + floor(alpha * internal_nodes * (features + 1)) coefficients change per iteration.
     dipole : {'global', 'node'}
         Draw the mixed dipole of a new node from the whole training set or from the leaf's instances.
+    max_features : None, {'sqrt', 'log2', 'all'}, int or float
+        Attribute sampling per node (the oblique counterpart of scikit-learn's ``max_features``): each
+        new node draws this many attributes, and its dipole hyperplane and weight mutations use only
+        those. None or ``'all'`` (the default): every attribute, no draws (EFTI as published).
+        ``RFClassifier(base='efti', feature_bagging='node')`` uses it for every tree.
     engine : {'auto', 'python', 'native'} or callable
         ``native`` runs the C engine compiled for the host (the same source as on a device;
         identical results, ~10x faster); ``python`` the numpy reference; ``auto`` = native when a C
@@ -110,18 +115,23 @@ class EFTIClassifier(TreeClassifier):
                  topology_mutation_rate: float = 0.6, search_probability: float = 0.05,
                  search_probability_raise: float = 5e-5, return_to_best_probability: float = 1e-4,
                  max_depth: int = 8, coefficient_mutation_rate: float = 0.0, dipole: str = "global",
-                 partial_reclassification: bool = True, engine: str = "auto", scaling: str = "auto",
+                 max_features=None, partial_reclassification: bool = True, engine: str = "auto", scaling: str = "auto",
                  random_state: int | None = None, callback: Callable | None = None, risk: str = "empirical",
                  vicinity_sigma2: float | str = 0.1):
         self._store_params(locals())
 
     def _induce(self, X, y, n_classes):
+        from treegen.learn.forest import resolve_max_features
         from treegen.learn.inducers import efti
 
-        params = self._params_for(efti.EFTIParams)
+        k = resolve_max_features(self.max_features, X.shape[1])
+        params = self._params_for(efti.EFTIParams, node_features=k if k < X.shape[1] else 0)
         seed = efti.check_seed(self.seed_)
         params.validate()
         if callable(self.engine):       # an inducer with engine.induce's signature (e.g. training on a device)
+            if params.node_features:
+                raise TreegenError("EFTI max_features (attribute sampling per node) runs in the python and "
+                                   "native engines only")
             return self.engine(X, y, n_classes, params, seed=seed, callback=self.callback)
         vicinal_risk, auto = {}, {}
         engine = resolve_engine(self.engine)
@@ -466,10 +476,12 @@ class RFClassifier(TreeClassifier):
     base : {'cart', 'efti', 'gp'}
         Base tree learner (``efti`` gives oblique forests; keep its ``max_iter`` short).
     max_features : {'sqrt', 'log2', 'all'}, int or float
-        Features per split (``feature_bagging='split'``) or per tree (``'tree'``); scikit-learn's
-        default ``sqrt``.
-    feature_bagging : {'auto', 'split', 'tree'}
-        ``auto`` = per split for CART, per tree for the other bases.
+        Features per split (``feature_bagging='split'``), per tree (``'tree'``) or per node test of an
+        EFTI tree (``'node'``); scikit-learn's default ``sqrt``.
+    feature_bagging : {'auto', 'split', 'tree', 'node'}
+        ``auto`` = per split for CART, per tree for the other bases; ``node`` (``efti`` base): each
+        node of each tree draws its own ``max_features`` features (its dipole and weight mutations use
+        only those), so no tree is cut off from a feature.
     sample_fraction : float
         Bootstrap sample size / training rows (1.0 = |T|; the seed's 2/3 = 0.6667).
     criterion, max_depth, min_samples_leaf : CART options of the base trees.
@@ -524,8 +536,11 @@ class RFClassifier(TreeClassifier):
         if bagging == "auto":
             bagging = "split" if self.base == "cart" else "tree"
         if bagging == "split" and self.base != "cart" and k < n_features:
-            raise TreegenError(f"feature_bagging='split' needs base='cart' (base {self.base!r} can only "
-                               "sample features per tree: feature_bagging='tree')")
+            raise TreegenError(f"feature_bagging='split' needs base='cart' (base {self.base!r} samples "
+                               "features per tree, feature_bagging='tree', or for efti per node, 'node')")
+        if bagging == "node" and self.base != "efti":
+            raise TreegenError(f"feature_bagging='node' needs base='efti' (for base {self.base!r}: "
+                               "'tree', or 'split' with cart)")
         if self.base == "cart":
             base_params = {"criterion": self.criterion, "max_depth": self.max_depth,
                            "min_samples_leaf": self.min_samples_leaf}

@@ -9,6 +9,10 @@ is ``sample_fraction=2/3``) and on
 * ``feature_bagging="tree"``: a random subset of ``max_features`` features for the whole tree (as
   the seed describes; any base learner). The tree is trained on those columns and its weights are
   written back into the full feature space (zeros elsewhere), so it is an ordinary tree of the IR.
+* ``feature_bagging="node"``: all features, each node test of an EFTI tree drawing its own
+  ``max_features`` of them (``EFTIParams.node_features``: the node's dipole and weight mutations use
+  only those; EFTI only, drawn from the tree's seeded EFTI generator in both engines). Unlike the
+  per-tree subset, every tree can still reach every feature, as in scikit-learn's forests.
 
 Every tree gets its own generator ``PCG64(SeedSequence([seed, t]))``: the forest does not depend on
 ``n_jobs``. Class probabilities are the trees' leaf class frequencies (from their training samples,
@@ -27,7 +31,7 @@ from treegen.core.errors import TreegenError
 from treegen.core.tree import Tree
 
 BASES = ("cart", "efti", "gp")
-BAGGING = ("auto", "split", "tree")
+BAGGING = ("auto", "split", "tree", "node")
 
 
 def resolve_max_features(max_features, n_features: int) -> int:
@@ -90,7 +94,7 @@ def fit_one(t: int, X: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, 
         elif base == "efti":
             from treegen.learn.inducers import efti
 
-            params = efti.EFTIParams(**base_params)
+            params = efti.EFTIParams(**base_params, **({"node_features": k} if bagging == "node" and k < A else {}))
             if engine == "native":       # the C engine: the same tree, faster
                 from treegen.learn import engine as native
 

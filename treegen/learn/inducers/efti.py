@@ -19,6 +19,15 @@ reference implementation:
 * **Topology mutation**: with probability ``p = rho * (1 - exp(-leaves/classes))`` a random leaf
   is either replaced by a new node with two leaves (probability ``p``; needs depth < max_depth),
   or removed together with its parent while its sibling moves up (needs > 2 leaves).
+* **Attribute sampling per node** (``node_features = k``, 0 = off; the oblique counterpart of
+  scikit-learn's ``max_features``): when ``0 < k < A``, every new node (the root and every node a
+  topology mutation adds) first draws its own ``k`` distinct attributes (a partial Fisher-Yates
+  shuffle of ``0..A-1``: for ``i < k``, swap position ``i`` with ``i + below(A - i)``; the node keeps
+  the first ``k`` entries in that order). Its dipole hyperplane uses only those attributes
+  (``w_a = 0`` elsewhere, ``theta`` from that ``w``), and its weight mutations pick an attribute among
+  them (``subset[below(k)]``), so the node's weights stay zero outside its subset; the coefficient
+  count uses ``k + 1`` in place of ``A + 1``. With ``k = 0`` or ``k >= A`` no draw is made: the
+  same trees as without the option.
 * **Leaf classes**: the dominant class of each row of the distribution matrix (ties -> lowest
   class index; an empty leaf predicts class 0).
 * **Fitness**: ``accuracy * (1 - Ko*oversize**2) * (1 - Km*missing)`` with
@@ -88,6 +97,7 @@ DELTA_OFF_DEPTH = 1
 
 MAX_ITER = (1 << 32) - 1     # iteration counters are uint32_t in the C engine (host and device)
 MAX_SEED = (1 << 64) - 1     # PCG32 takes a 64-bit seed
+MAX_NODE_FEATURES = 65535    # attribute indices are uint16_t in the C engine
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,7 @@ class EFTIParams:
     coefficient_mutation_rate: float = 0.0
     threshold_mutation_share: float = 0.3
     dipole: str = "global"
+    node_features: int = 0
 
     def validate(self) -> "EFTIParams":
         def check(cond: bool, msg: str) -> None:
@@ -132,6 +143,10 @@ class EFTIParams:
         check(self.dipole in ("node", "global"), f"dipole must be 'node' or 'global', got {self.dipole!r}")
         check(0 <= self.threshold_mutation_share <= 1,
               f"threshold_mutation_share must be in [0, 1], got {self.threshold_mutation_share}")
+        check(isinstance(self.node_features, (int, np.integer)) and not isinstance(self.node_features, bool)
+              and 0 <= self.node_features <= MAX_NODE_FEATURES,
+              f"node_features must be an integer in 0..{MAX_NODE_FEATURES} (0 = every attribute), "
+              f"got {self.node_features!r}")
         return self
 
 
@@ -187,7 +202,7 @@ def fitness(hits: int, n: int, leaves: int, classes_present: int, n_classes: int
 
 
 class _Snapshot:
-    __slots__ = ("W", "T", "L", "R", "par", "root", "free", "fit", "hits", "dom")
+    __slots__ = ("W", "T", "L", "R", "par", "F", "root", "free", "fit", "hits", "dom")
 
 
 class Evolver:
@@ -210,6 +225,10 @@ class Evolver:
         self.P = np.zeros((self.n, cap))          # memorised projections (partial reclassification)
         self.free = list(range(cap - 1, -1, -1))  # pop() yields the lowest free slot
         self.counts = np.zeros((cap, self.C), dtype=np.int64)
+        # attribute sampling per node: k attributes per node (k = A: off, no draws)
+        self.k = params.node_features if 0 < params.node_features < self.A else self.A
+        self.sampling = self.k < self.A
+        self.F = np.zeros((cap, self.k if self.sampling else 0), dtype=np.int64)   # each node's attributes
         self.root = self._alloc()
         max_leaves = 1 << params.max_depth
         self.topo_thr = topology_thresholds(params, self.C, max_leaves)
@@ -248,6 +267,7 @@ class Evolver:
             setattr(self, name, np.concatenate([getattr(self, name), np.full(old, LEAF, dtype=np.int64)]))
         self.P = np.hstack([self.P, np.zeros((self.n, old))])
         self.counts = np.vstack([self.counts, np.zeros((old, self.C), dtype=np.int64)])
+        self.F = np.vstack([self.F, np.zeros((old, self.F.shape[1]), dtype=np.int64)])
         self.free = sorted(self.free + list(range(old, new)), reverse=True)
         self.cap = new
 
@@ -357,9 +377,21 @@ class Evolver:
         self.fit, self.hits, self.dom = self._score(self.counts)
 
     # ------------------------------------------------------------------ node test initialisation
-    def dipole_hyperplane(self, members: np.ndarray | None) -> tuple[np.ndarray, int]:
-        """Mixed-dipole hyperplane ``(w, theta)`` in integer units (see module docstring)."""
+    def draw_node_features(self, node: int) -> None:
+        """The ``k`` attributes of a new node (partial Fisher-Yates shuffle; attribute sampling per node)."""
+        perm = list(range(self.A))
+        for i in range(self.k):
+            j = i + self.rng.below(self.A - i)
+            perm[i], perm[j] = perm[j], perm[i]
+        self.F[node] = perm[:self.k]
+
+    def dipole_hyperplane(self, members: np.ndarray | None, node: int) -> tuple[np.ndarray, int]:
+        """Mixed-dipole hyperplane ``(w, theta)`` in integer units for the new test of ``node`` (see
+        module docstring); with attribute sampling per node, ``node`` first draws its attributes and
+        ``w`` is zero outside them."""
         rng, y = self.rng, self.y
+        if self.sampling:
+            self.draw_node_features(node)
         pool = None
         if members is not None and members.size >= 2:
             ym = y[members]
@@ -373,6 +405,10 @@ class Evolver:
         while y[j] == y[i]:
             j = int(pool[rng.below(m)])
         w = self.X[i] - self.X[j]
+        if self.sampling:
+            keep = np.zeros(self.A, dtype=bool)
+            keep[self.F[node]] = True
+            w[~keep] = 0.0
         d = 5 + rng.below(90)
         pi = int(w @ self.X[i])
         pj = int(w @ self.X[j])
@@ -380,7 +416,7 @@ class Evolver:
         return w, theta
 
     def init_root(self) -> None:
-        w, theta = self.dipole_hyperplane(None)
+        w, theta = self.dipole_hyperplane(None, self.root)
         self._split(self.root, w, theta)
         self._structure()
 
@@ -415,7 +451,7 @@ class Evolver:
                 if rng.chance(add_thr):
                     if self.node_depth[leaf] < p.max_depth:
                         members = np.flatnonzero(self.leaf_of == leaf) if p.dipole == "node" else None
-                        w, theta = self.dipole_hyperplane(members)
+                        w, theta = self.dipole_hyperplane(members, leaf)
                         c1, c2 = self._split(leaf, w, theta)
                         if self.partial:
                             self.P[:, leaf] = self.X @ w
@@ -439,13 +475,18 @@ class Evolver:
             self._structure()
         # coefficient mutation
         n_int = len(self.internal)
-        count = 1 + ((self.alpha_u32 * n_int * (self.A + 1)) >> 32)
-        count = min(count, n_int * (self.A + 1), MAX_COEF_MUTATIONS)
+        count = 1 + ((self.alpha_u32 * n_int * (self.k + 1)) >> 32)
+        count = min(count, n_int * (self.k + 1), MAX_COEF_MUTATIONS)
         chosen = set()
         for _ in range(count):
             while True:
                 node = self.internal[rng.below(n_int)]
-                attr = -1 if rng.chance(self.thr_share) else rng.below(self.A)
+                if rng.chance(self.thr_share):
+                    attr = -1
+                elif self.sampling:
+                    attr = int(self.F[node, rng.below(self.k)])
+                else:
+                    attr = rng.below(self.A)
                 if (node, attr) not in chosen:
                     chosen.add((node, attr))
                     break
@@ -543,6 +584,7 @@ class Evolver:
     def snapshot(self) -> _Snapshot:
         s = _Snapshot()
         s.W, s.T, s.L, s.R, s.par = self.W.copy(), self.T.copy(), self.L.copy(), self.R.copy(), self.par.copy()
+        s.F = self.F.copy()
         s.root, s.free = self.root, list(self.free)
         s.fit, s.hits, s.dom = self.fit, self.hits, self.dom.copy()
         return s
@@ -554,9 +596,11 @@ class Evolver:
             self.T = np.concatenate([s.T, np.zeros(extra)])
             self.L, self.R, self.par = (np.concatenate([a, np.full(extra, LEAF, dtype=np.int64)])
                                         for a in (s.L, s.R, s.par))
+            self.F = np.vstack([s.F, np.zeros((extra, s.F.shape[1]), dtype=np.int64)])
             self.free = sorted(s.free + list(range(s.W.shape[0], self.cap)), reverse=True)
         else:
             self.W, self.T, self.L, self.R, self.par = s.W.copy(), s.T.copy(), s.L.copy(), s.R.copy(), s.par.copy()
+            self.F = s.F.copy()
             self.free = list(s.free)
         self.root = s.root
         self._structure()

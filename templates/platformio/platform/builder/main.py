@@ -86,7 +86,8 @@ AlwaysBuild(env.Alias("size", target_elf, env.VerboseAction("$SIZEPRINTCMD", "Ca
 board_upload = list(board.get("upload.command", []))
 if board_upload:
     # a real board: its uploader (pyOCD through the on-board probe), `pio run -t upload`
-    env.Replace(UPLOADER=board_upload[0], UPLOADCMD=" ".join(board_upload))
+    # an argument with spaces (OpenOCD's -c "program ... exit") stays one shell word
+    env.Replace(UPLOADER=board_upload[0], UPLOADCMD=" ".join('"%s"' % a if " " in a else a for a in board_upload))
     AlwaysBuild(env.Alias("upload", target_elf, [env.VerboseAction("$UPLOADCMD", "Uploading with $UPLOADER")]))
 else:
 
