@@ -95,12 +95,12 @@ def test_netduinoplus2_runs_the_nucleo_image(forest, built, tmp_path):
 def test_inference_predict_and_proba_identical(name, forest, built):
     model, X = forest
     fw = built[name]
-    report = run_hil(model, name, data=(X, None), build_dir=fw.project, bench_iters=200, float_ulps=2)
+    report = run_hil(model, name, data=(X, None), build_dir=fw.project, bench_iters=200, float_ulps=1)
     assert report["ok"], report["error"] or report["checks"]
     assert report["mismatches"] == 0 and report["proba_mismatches"] == 0 and report["firmware_reused"]
     # the float entry point (PREDICT_RAW) on float32 inputs next to every threshold == the fixed-point model
     fe = report["float_entry"]
-    assert fe["mismatches"] == 0 and fe["breakpoints"] >= 5 and fe["rows"] == 5 * fe["breakpoints"]
+    assert fe["mismatches"] == 0 and fe["breakpoints"] >= 5 and fe["rows"] == 3 * fe["breakpoints"]
     assert report["device"]["target"] == EMULATED[name] and report["image_sha256"] == fw.image_sha256
     # instructions per inference, counted by the port's tick source under -icount (repeatable); on
     # qemu-uno the emulator's wall-clock nanoseconds
@@ -281,14 +281,17 @@ def test_avr_port_is_strict_c99(forest, tmp_path):
         assert proc.returncode == 0, f"{src}: {proc.stderr}"
 
 
-def test_flash_dry_run_prints_the_avrdude_command(model_file, tmp_path, capsys):
-    require_tools()
-    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "arduino_uno", "-o", str(tmp_path / "p"),
+def test_flash_dry_run_prints_the_avrdude_command(model_file, built, capsys):
+    """The Uno's uploader is avrdude through its bootloader on --port; the project qemu-uno ran is the
+    arduino_uno build of the same model: reused, not rebuilt."""
+    project = built["qemu-uno"].project
+    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "arduino_uno", "-o", str(project),
                           "--dry-run", "--port", "/dev/ttyUSB3")
     assert code == 0, err
+    assert "(up to date)" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("upload"))
-    assert "avrdude -p atmega328p -c arduino -P /dev/ttyUSB3 -b 115200 -D -U flash:w:" in line
-    assert line.endswith("firmware.elf:e")
+    elf = (project / ".pio" / "build" / "arduino_uno" / "firmware.elf").resolve()
+    assert line.split(None, 1)[1] == f"avrdude -p atmega328p -c arduino -P /dev/ttyUSB3 -b 115200 -D -U flash:w:{elf}:e"
 
 
 def test_flash_uno_without_avrdude_is_one_line_exit_2(model_file, tmp_path, capsys, monkeypatch):
