@@ -1,19 +1,22 @@
 """Real microcontrollers' firmware on emulated silicon: the bare-metal board-support ports
-(templates/firmware/tg_port_stm32_usart*.c, tg_port_nrf51_uart.c, tg_port_sifive_uart.c), built
-offline for the boards and run on QEMU's STM32, nRF51 and SiFive FE310 machines.
+(templates/firmware/tg_port_stm32_usart*.c, tg_port_nrf51_uart.c, tg_port_sifive_uart.c,
+tg_port_avr_usart.c), built offline for the boards and run on QEMU's STM32, nRF51, SiFive FE310 and
+ATmega328P machines.
 
 - qemu-netduinoplus2 runs the nucleo_f446re image (same loadable bytes: the sha256 is compared),
   qemu-microbit the microbit_v1 image (a true Cortex-M0), qemu-stm32vldiscovery the STM32F1 port linked
   for the F100's 8 KiB RAM, qemu-hifive1 (sifive_e) the hifive1 image (RISC-V RV32IMAC, SiFive UART,
-  minstret): inference (PREDICT and PROBA of a soft-voting forest), instruction counts, protocol
-  robustness (bad CRC, garbage, truncated and oversized frames) and one on-device training case each,
-  identical to the host engine.
+  minstret), qemu-uno the arduino_uno image (AVR, USART0, tables in flash): inference (PREDICT and
+  PROBA of a soft-voting forest, and the float entry point through PREDICT_RAW), instruction counts
+  (virtual-clock nanoseconds on qemu-uno), protocol robustness (bad CRC, garbage, truncated and
+  oversized frames) and one on-device training case each (not on the Uno's 2 KiB), identical to the
+  host engine.
 - nucleo_l031k6 (no QEMU model of the STM32L0) and bluepill_f103c8: built and linked, not run.
 - treegen flash: the pyOCD command per board (--dry-run) and the one-line "no probe" error; OpenOCD for
-  the HiFive1.
+  the HiFive1; avrdude for the Uno (and the one-line error without it).
 
-FAILS (never skips) when arm-none-eabi-gcc, riscv64-unknown-elf-gcc, QEMU (qemu-system-arm,
-qemu-system-riscv32) or pyOCD is missing (scripts/setup.sh, the device extra).
+FAILS (never skips) when arm-none-eabi-gcc, riscv64-unknown-elf-gcc, avr-gcc, QEMU (qemu-system-arm,
+qemu-system-riscv32, qemu-system-avr) or pyOCD is missing (scripts/setup.sh, the device extra).
 """
 
 from __future__ import annotations
