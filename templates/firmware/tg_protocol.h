@@ -38,6 +38,7 @@
 #define TG_MSG_PREDICT 0x03u
 #define TG_MSG_BENCH 0x04u
 #define TG_MSG_PROBA 0x0Au
+#define TG_MSG_PREDICT_RAW 0x0Cu
 #define TG_MSG_RESPONSE 0x80u
 #define TG_MSG_ERROR 0xFFu
 
@@ -52,6 +53,7 @@
 #define TG_CAP_BENCH 0x2u
 #define TG_CAP_TRAIN 0x4u
 #define TG_CAP_PROBA 0x8u
+#define TG_CAP_RAW 0x10u
 
 /* What tg_parser_feed() reports for the byte just fed. */
 typedef enum {

@@ -29,7 +29,7 @@ from treegen.core import targets
 from treegen.core.errors import TreegenError
 from treegen.device.firmware import (NATIVE_EXECUTABLE, SANITIZE_CFLAGS, STRICT_CFLAGS, NativeDevice, build_native,
                                      render_harness, write_harness)
-from treegen.device.protocol import (CAP_BENCH, CAP_PREDICT, DeviceClient, DeviceError, DeviceTimeout, ErrorCode,
+from treegen.device.protocol import (CAP_BENCH, CAP_PREDICT, CAP_RAW, DeviceClient, DeviceError, DeviceTimeout, ErrorCode,
                                      LinkLost, MsgType, ProtocolError, encode_frame)
 from treegen.emit.quantize import predict_model_q15, quantize_model
 
@@ -107,7 +107,7 @@ def test_info_identifies_the_model(device):
     assert (info.protocol_version, info.n_features, info.n_classes) == (1, model.n_features, model.n_classes)
     assert (info.target, info.treegen_version, info.variant) == ("native", treegen.__version__, "q15-table-scalar")
     assert info.max_payload == 4096 and info.max_batch == (4096 - 2) // (2 * model.n_features)
-    assert info.capabilities == CAP_PREDICT | CAP_BENCH and info.counter_unit_name == "nanoseconds"
+    assert info.capabilities == CAP_PREDICT | CAP_BENCH | CAP_RAW and info.counter_unit_name == "nanoseconds"
 
 
 def test_predict_equals_the_python_fixed_point_model(device):

@@ -1,19 +1,22 @@
 """Real microcontrollers' firmware on emulated silicon: the bare-metal board-support ports
-(templates/firmware/tg_port_stm32_usart*.c, tg_port_nrf51_uart.c, tg_port_sifive_uart.c), built
-offline for the boards and run on QEMU's STM32, nRF51 and SiFive FE310 machines.
+(templates/firmware/tg_port_stm32_usart*.c, tg_port_nrf51_uart.c, tg_port_sifive_uart.c,
+tg_port_avr_usart.c), built offline for the boards and run on QEMU's STM32, nRF51, SiFive FE310 and
+ATmega328P machines.
 
 - qemu-netduinoplus2 runs the nucleo_f446re image (same loadable bytes: the sha256 is compared),
   qemu-microbit the microbit_v1 image (a true Cortex-M0), qemu-stm32vldiscovery the STM32F1 port linked
   for the F100's 8 KiB RAM, qemu-hifive1 (sifive_e) the hifive1 image (RISC-V RV32IMAC, SiFive UART,
-  minstret): inference (PREDICT and PROBA of a soft-voting forest), instruction counts, protocol
-  robustness (bad CRC, garbage, truncated and oversized frames) and one on-device training case each,
-  identical to the host engine.
+  minstret), qemu-uno the arduino_uno image (AVR, USART0, tables in flash): inference (PREDICT and
+  PROBA of a soft-voting forest, and the float entry point through PREDICT_RAW), instruction counts
+  (virtual-clock nanoseconds on qemu-uno), protocol robustness (bad CRC, garbage, truncated and
+  oversized frames) and one on-device training case each (not on the Uno's 2 KiB), identical to the
+  host engine.
 - nucleo_l031k6 (no QEMU model of the STM32L0) and bluepill_f103c8: built and linked, not run.
 - treegen flash: the pyOCD command per board (--dry-run) and the one-line "no probe" error; OpenOCD for
-  the HiFive1.
+  the HiFive1; avrdude for the Uno (and the one-line error without it).
 
-FAILS (never skips) when arm-none-eabi-gcc, riscv64-unknown-elf-gcc, QEMU (qemu-system-arm,
-qemu-system-riscv32) or pyOCD is missing (scripts/setup.sh, the device extra).
+FAILS (never skips) when arm-none-eabi-gcc, riscv64-unknown-elf-gcc, avr-gcc, QEMU (qemu-system-arm,
+qemu-system-riscv32, qemu-system-avr) or pyOCD is missing (scripts/setup.sh, the device extra).
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from treegen.device.image import image_sha256
 from treegen.device.protocol import ErrorCode, FrameParser, MsgType, encode_frame
 
 EMULATED = {"qemu-netduinoplus2": "nucleo_f446re", "qemu-microbit": "microbit_v1",
-            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery", "qemu-hifive1": "hifive1"}
+            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery", "qemu-hifive1": "hifive1", "qemu-uno": "arduino_uno"}
+#: what BENCH counts under QEMU: instructions (-icount), or on qemu-uno the virtual clock's nanoseconds
+#: (QEMU 7.2's AVR machines cannot run -icount with a timer: "Bad icount read")
+UNIT = {"qemu-uno": "nanoseconds"}
+#: RX ring bytes of each port (the AVR's 2 KiB RAM: 64, [soc.defines] TG_RX_BUFFER_SIZE)
+RING = {"qemu-uno": 64}
+#: on-device training: not on the Uno (2 KiB RAM: inference only)
+TRAINING = sorted(set(EMULATED) - {"qemu-uno"})
 
 
 def _data(seed: int = 3, n: int = 120):
@@ -69,7 +79,7 @@ def test_emulated_target_builds_its_boards_image(name, built):
     t = targets.get(name)
     fw = built[name]
     assert t.image == EMULATED[name] and fw.target == EMULATED[name]
-    assert t.uart in ("stm32_usart", "nrf51_uart", "sifive_uart")
+    assert t.uart in ("stm32_usart", "nrf51_uart", "sifive_uart", "avr_usart")
     assert fw.flash_bytes < t.flash_bytes and fw.ram_bytes < t.ram_bytes
 
 
@@ -88,12 +98,16 @@ def test_netduinoplus2_runs_the_nucleo_image(forest, built, tmp_path):
 def test_inference_predict_and_proba_identical(name, forest, built):
     model, X = forest
     fw = built[name]
-    report = run_hil(model, name, data=(X, None), build_dir=fw.project, bench_iters=200)
+    report = run_hil(model, name, data=(X, None), build_dir=fw.project, bench_iters=200, float_ulps=1)
     assert report["ok"], report["error"] or report["checks"]
     assert report["mismatches"] == 0 and report["proba_mismatches"] == 0 and report["firmware_reused"]
+    # the float entry point (PREDICT_RAW) on float32 inputs next to every threshold == the fixed-point model
+    fe = report["float_entry"]
+    assert fe["mismatches"] == 0 and fe["breakpoints"] >= 5 and fe["rows"] == 3 * fe["breakpoints"]
     assert report["device"]["target"] == EMULATED[name] and report["image_sha256"] == fw.image_sha256
-    # instructions per inference, counted by the port's tick source under -icount (repeatable)
-    assert report["counter_unit"] == "instructions" and 10 < report["insn_per_inference"] < 20000
+    # instructions per inference, counted by the port's tick source under -icount (repeatable); on
+    # qemu-uno the emulator's wall-clock nanoseconds
+    assert report["counter_unit"] == UNIT.get(name, "instructions") and 10 < report["insn_per_inference"] < 20000
 
 
 def test_hifive1_counts_instructions_with_minstret_repeatably(forest, built):
@@ -147,7 +161,7 @@ def test_a_full_rx_ring_does_not_livelock_the_uart_interrupt(name, forest, built
         row = np.asarray(model.scaling.to_q15(X[:1]), dtype="<i2")
         echo = bytes(range(256)) * 3
         echo = echo[:min(len(echo), info.max_payload)]
-        assert len(echo) > 256
+        assert len(echo) > RING.get(name, 256)
         client.port.write(encode_frame(MsgType.BENCH, 201, struct.pack("<H", 0xFFFF) + row.tobytes())
                           + encode_frame(MsgType.PING, 202, echo))
         parser, events = FrameParser(info.max_payload), []
@@ -159,7 +173,7 @@ def test_a_full_rx_ring_does_not_livelock_the_uart_interrupt(name, forest, built
         assert client.ping(b"after a full ring") == b"after a full ring"
 
 
-@pytest.mark.parametrize("name", sorted(EMULATED))
+@pytest.mark.parametrize("name", TRAINING)
 def test_on_device_training_identical(name, tmp_path):
     """One training case per target: irs-like rows in flash, lean where RAM needs it, == the host."""
     from treegen.device.train_firmware import make_train_spec, params_from_model, training_rows
@@ -242,6 +256,55 @@ def _cli(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_uno_image_keeps_its_tables_in_flash(forest, built):
+    """arduino_uno: avr-libc's crt and default linker script (no startup file or .ld of ours), the
+    model's tables in program memory (PROGMEM): the RAM is the harness's buffers, not the model."""
+    fw = built["qemu-uno"]
+    src = fw.project / "src"
+    assert not (src / "startup_cortexm.c").exists() and not (src / "cortexm.ld").exists()
+    model_c = (src / "model.c").read_text()
+    assert "#include <avr/pgmspace.h>" in model_c and "PROGMEM = {" in model_c and "pgm_read_word(" in model_c
+    assert fw.ram_bytes < 1024 and fw.flash_bytes < 16 * 1024
+
+
+def test_avr_port_is_strict_c99(forest, tmp_path):
+    """The AVR port with avr-gcc: C99, -Wall -Wextra -Werror -Wconversion -pedantic."""
+    import subprocess
+
+    require_tools()
+    t = targets.get("arduino_uno")
+    out = tpio.write_project(forest[0], tmp_path / "uno", target=t, layout="table", variant="auto")
+    defines = [f"-D{name}={value}" for name, value in tpio.firmware_defines(t)]
+    for src in ("tg_port_avr_usart.c", "tg_harness.c", "model.c"):
+        proc = subprocess.run(["avr-gcc", *t.cflags, "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wconversion",
+                               "-pedantic", "-c", "-o", str(tmp_path / "o.o"), *defines, "-I", str(out / "src"),
+                               str(out / "src" / src)], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{src}: {proc.stderr}"
+
+
+def test_flash_dry_run_prints_the_avrdude_command(model_file, built, capsys):
+    """The Uno's uploader is avrdude through its bootloader on --port; the project qemu-uno ran is the
+    arduino_uno build of the same model: reused, not rebuilt."""
+    project = built["qemu-uno"].project
+    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "arduino_uno", "-o", str(project),
+                          "--dry-run", "--port", "/dev/ttyUSB3")
+    assert code == 0, err
+    assert "(up to date)" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("upload"))
+    elf = (project / ".pio" / "build" / "arduino_uno" / "firmware.elf").resolve()
+    assert line.split(None, 1)[1] == f"avrdude -p atmega328p -c arduino -P /dev/ttyUSB3 -b 115200 -D -U flash:w:{elf}:e"
+
+
+def test_flash_uno_without_avrdude_is_one_line_exit_2(model_file, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "avrdude" else real_which(name, *a, **k))
+    code, out, err = _cli(capsys, "flash", str(model_file), "--target", "arduino_uno", "-o", str(tmp_path / "p"))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("treegen: error: avrdude not found: install it (Debian package avrdude)")
 
 
 @pytest.mark.parametrize("board", sorted(PARTS))

@@ -211,3 +211,20 @@ def test_f32_oblique_guarantee_names_avr_float(tmp_path):
                        measure=False)
     assert "C == Python float32 evaluation" in rep.guarantee and "not IEEE" not in rep.guarantee
 
+
+
+def test_avr_tables_live_in_flash(tmp_path):
+    """atmega328p (progmem = true): every model table is PROGMEM and read with pgm_read_*, so the entry
+    points cost no RAM in a linked image (a plain const table is copied to RAM by avr-libc's startup
+    code); other targets' C has none of it."""
+    require("avr-gcc")
+    for key in ("forest", "ensemble"):
+        model = small_models()[key]
+        measure = key == "forest"                     # linking takes seconds: one model measured
+        rep = export_model(model, tmp_path / key, target="atmega328p", layout="table", dtype="q15", measure=measure)
+        src = (tmp_path / key / "demo.c").read_text()
+        assert "#include <avr/pgmspace.h>" in src and "PROGMEM = {" in src and "pgm_read_" in src
+        if measure:
+            assert rep.linked_q15["ram_bytes"] == 0 and rep.linked_float["ram_bytes"] == 0, rep.linked_q15
+        export_model(model, tmp_path / f"{key}-m4", target="cortex-m4", layout="table", dtype="q15", measure=False)
+        assert "PROGMEM" not in (tmp_path / f"{key}-m4" / "demo.c").read_text()

@@ -39,7 +39,8 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
     p.add_argument("--uploader", choices=UPLOADERS, default=None,
                    help="boards: pyocd (default for the ST and Nordic boards: ST-LINK / CMSIS-DAP probes), "
-                        "openocd (default for the HiFive1: its FTDI JTAG) or platformio (pio run -t upload)")
+                        "openocd (default for the HiFive1: its FTDI JTAG), avrdude (default for the Arduino Uno: "
+                        "its bootloader on --port) or platformio (pio run -t upload)")
     p.add_argument("--dry-run", action="store_true",
                    help="boards: build, print the exact upload command, do not run it")
     p.set_defaults(func=cmd_flash)
@@ -262,6 +263,8 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
         up.check_part(target)
     if uploader == "openocd" and not args.dry_run:
         up.check_openocd(target)
+    if uploader == "avrdude" and not args.dry_run:
+        up.check_avrdude(target)
     train = _train_spec(args, model, target)
     res = _build_firmware(model, target, out, args, train=train, reuse=train is None)
     if uploader == "platformio":

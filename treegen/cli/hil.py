@@ -48,6 +48,10 @@ def register(sub) -> None:
                    help="seconds to wait for each response (default 10)")
     p.add_argument("--bench-iters", type=int_range(0, 65535), default=2000, metavar="N",
                    help="BENCH calls per timed row (default 2000; 0 = no BENCH)")
+    p.add_argument("--float-ulps", type=int_range(0, 4096), default=0, metavar="N",
+                   help="also check the float entry point (tg_<name>_predict, raw float32 inputs) on the float32 "
+                        "values within N ulps of every threshold against the fixed-point model (e.g. 64; "
+                        "default 0: not checked)")
     output(p.add_argument("--json", metavar="FILE",
                           help="write the report as JSON (also when the run fails: ok false)"), "JSON file")
     output(p.add_argument("--junit", metavar="FILE",
@@ -105,7 +109,7 @@ def cmd_hil(args) -> int:
     try:
         report = hil.run_hil(model, target, port=args.port, data=(ds.X, ds.labels if ds.labels.shape[0] else None),
                              layout=args.layout, variant=args.variant, build_dir=out, timeout=args.timeout,
-                             bench_iters=args.bench_iters, progress=progress)
+                             bench_iters=args.bench_iters, float_ulps=args.float_ulps, progress=progress)
     except hil.HilError as exc:
         bar.close()
         if exc.report is not None:

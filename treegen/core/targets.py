@@ -24,15 +24,23 @@ Optional keys (validated when present):
   code and data), ``family`` (str, e.g. ``stm32f4``) and ``[soc.defines]``: C macros of the port
   (``TG_UART_BASE``, ``TG_UART_RX_IRQ``, clock-enable registers and bits, pins, clock; int or str);
   ``startup`` / ``ldscript`` (templates/firmware/ file names, default ``startup_cortexm.c`` /
-  ``cortexm.ld``: another core family brings its own pair); ``toolchain`` (the PlatformIO package
-  wrapping the system compiler, default ``toolchain-gccarmnoneeabi``; RISC-V ``toolchain-riscv``) and
-  ``link_flags`` (list: the C runtime flags of the link, default ``-nostartfiles`` with newlib-nano's
-  specs).
+  ``cortexm.ld``: another core family brings its own pair; ``""``: none, the C library's startup code /
+  the compiler's default linker script, as avr-libc's on AVR); ``toolchain`` (the PlatformIO package
+  wrapping the system compiler, default ``toolchain-gccarmnoneeabi``; RISC-V ``toolchain-riscv``, AVR
+  ``toolchain-atmelavr``) and ``link_flags`` (list: the C runtime flags of the link, default
+  ``-nostartfiles`` with newlib-nano's specs; ``[]`` on AVR: avr-libc's crt).
+- ``progmem`` (bool, default false): constant tables go to program memory explicitly (AVR: PROGMEM,
+  read with pgm_read_*; a plain ``const`` table would be copied to RAM).
+- ``max_payload`` (int): the firmware harness's largest frame payload (default RAM/16, 256..1024).
 - ``image`` (str, emulated targets): the board whose firmware image this QEMU machine runs unchanged
   (``qemu-netduinoplus2`` runs ``nucleo_f446re``'s); the image is built for that board.
-- ``[upload]`` (boards): ``uploader`` (``pyocd`` or ``openocd``), ``pyocd_target`` (pyOCD's part name,
-  e.g. ``stm32f446retx``), ``openocd_config`` (OpenOCD's board config, e.g. ``board/sifive-hifive1.cfg``),
-  ``probe`` (what the user connects, for messages).
+- ``[upload]`` (boards): ``uploader`` (``pyocd``, ``openocd`` or ``avrdude``), ``pyocd_target``
+  (pyOCD's part name, e.g. ``stm32f446retx``), ``openocd_config`` (OpenOCD's board config, e.g.
+  ``board/sifive-hifive1.cfg``), ``avrdude_part`` / ``avrdude_programmer`` / ``avrdude_baud``
+  (avrdude's ``-p`` / ``-c`` / ``-b``), ``probe`` (what the user connects, for messages).
+- ``[emulator] firmware_option`` (str, default ``-kernel``): how QEMU is given the ELF (``-bios`` for
+  the AVR machines); ``drain_quiet`` (float, seconds): the silence that ends a host-side flush, for
+  a machine whose UART takes input slowly (qemu-uno).
 - ``[emulator] uart_index`` (int, default 0): which ``-serial`` option is the harness's UART (QEMU maps
   the n-th ``-serial`` to the machine's n-th UART; the ones before it get ``-serial null``).
 """
@@ -102,6 +110,12 @@ class Target:
         return bool(self.extra.get("mve", False))
 
     @property
+    def progmem(self) -> bool:
+        """Whether constant tables must be placed in program memory explicitly (key ``progmem``, default
+        false): AVR (Harvard; avr-gcc copies plain ``const`` data to RAM), read with avr-libc's pgm_read_*."""
+        return bool(self.extra.get("progmem", False))
+
+    @property
     def emulator(self) -> dict:
         """The ``[emulator]`` table ({} when absent)."""
         return dict(self.extra.get("emulator", {}))
@@ -127,7 +141,7 @@ class Target:
         return dict(self.extra.get("platformio", {}))
 
 
-def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple) -> None:
+def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple, may_be_empty: tuple = ()) -> None:
     section = data.get(table)
     if section is None:
         if required:
@@ -147,15 +161,19 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
                 raise TreegenError(f"target file {fname}: [{table}] key {key!r} must be a list of strings")
         elif not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
             raise TreegenError(f"target file {fname}: [{table}] key {key!r} must be {typ.__name__}")
-        if typ is str and not value:
+        if typ is str and not value and key not in may_be_empty:
             raise TreegenError(f"target file {fname}: [{table}] key {key!r} must not be empty")
 
 
 _EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
-                  "flash_base": int, "ram_base": int, "uart_index": int}
+                  "flash_base": int, "ram_base": int, "uart_index": int, "firmware_option": str,
+                  "drain_quiet": float}
 _SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str,
              "link_flags": list, "toolchain": str}
-_UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str, "openocd_config": str}
+#: [soc] keys whose empty string means "none of ours": the toolchain's own crt / default linker script
+_SOC_MAY_BE_EMPTY = ("startup", "ldscript")
+_UPLOAD_KEYS = {"uploader": str, "pyocd_target": str, "probe": str, "openocd_config": str, "avrdude_part": str,
+                "avrdude_programmer": str, "avrdude_baud": int}
 #: the port of the online Arduino build (PlatformIO's official platforms); every other port is bare metal
 ARDUINO_PORT = "arduino"
 _PLATFORMIO_KEYS = {"platform": str, "board": str, "framework": str, "upload_protocol": str,
@@ -170,8 +188,9 @@ def _check_optional(fname: str, data: dict) -> None:
     kind = data["kind"]
     if kind not in KINDS:
         raise TreegenError(f"target file {fname}: kind {kind!r} is not one of {', '.join(KINDS)}")
-    if "mve" in data and not isinstance(data["mve"], bool):
-        raise TreegenError(f"target file {fname}: key 'mve' must be bool")
+    for key in ("mve", "progmem"):
+        if key in data and not isinstance(data[key], bool):
+            raise TreegenError(f"target file {fname}: key {key!r} must be bool")
     if "stack_bytes" in data:
         sb = data["stack_bytes"]
         if not isinstance(sb, int) or isinstance(sb, bool) or not 512 <= sb <= data["ram_kb"] * 1024:
@@ -194,7 +213,8 @@ def _check_optional(fname: str, data: dict) -> None:
             not PINNED_PLATFORM.fullmatch(str(data["platformio"].get("platform", ""))):
         raise TreegenError(f"target file {fname}: [platformio] platform {data['platformio']['platform']!r} must "
                            "pin a version, like 'ststm32@~19.6.0'")
-    _check_table(fname, data, "soc", _SOC_KEYS, ("flash_base", "ram_base") if baremetal_board else ())
+    _check_table(fname, data, "soc", _SOC_KEYS, ("flash_base", "ram_base") if baremetal_board else (),
+                 _SOC_MAY_BE_EMPTY)
     for name, value in data.get("soc", {}).get("defines", {}).items():
         if not re.fullmatch(r"TG_[A-Z0-9_]+", name) or isinstance(value, bool) or not isinstance(value, (int, str)):
             raise TreegenError(f"target file {fname}: [soc.defines] {name!r} must be TG_NAME = int or string")

@@ -10,7 +10,8 @@ QEMU starts with ``-chardev socket,...,server=on,wait=on,nodelay=on``: it listen
 127.0.0.1 and holds the boot until a client connects (no early output is lost), so the caller must
 connect promptly; pyserial's ``serial_for_url`` reaches it exactly like a real ``/dev/ttyACM0``.
 The emulator arguments come from the target's ``[emulator]`` table (machine, ``-icount
-shift=0,align=off,sleep=off`` for repeatable instruction counts). QEMU is killed when the ``with``
+shift=0,align=off,sleep=off`` for repeatable instruction counts; ``firmware_option``: ``-kernel``, or
+``-bios`` on the AVR machines). QEMU is killed when the ``with``
 block ends, whatever happens inside it; it runs in its own process group, registered with
 :mod:`treegen.device.processes` (stopped at exit even if the ``with`` block is never left).
 """
@@ -137,7 +138,8 @@ class QemuBoard:
         fixed_port = self.port is not None
         for attempt in range(3):
             port = self.port if self.port is not None else free_port(self.host)
-            self.command = [qemu, "-M", emu["machine"], "-kernel", str(self.elf), *args, *self.extra_args,
+            self.command = [qemu, "-M", emu["machine"], emu.get("firmware_option", "-kernel"), str(self.elf), *args,
+                            *self.extra_args,
                             "-chardev", f"socket,id=u0,host={self.host},port={port},server=on,wait=on,nodelay=on",
                             *serial_args(emu)]
             self._stderr = tempfile.TemporaryFile()

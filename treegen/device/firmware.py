@@ -135,7 +135,7 @@ def _resolve_port(tgt: _targets.Target) -> tuple[str, dict]:
 
 def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model_hash: str, target,
                    variant: str, max_payload: int | None = None, port: dict | None = None,
-                   train=None, proba: bool = False, value: bool = False) -> list[Path]:
+                   train=None, proba: bool = False, value: bool = False, raw: bool = False) -> list[Path]:
     """The harness files alone (protocol, port header and port, glue, harness) for a model whose
     ``<name>.h`` (``tg_<name>_predict_q15``, ``TG_<NAME>_N_FEATURES/N_CLASSES``) is provided separately.
 
@@ -146,6 +146,8 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
     ``proba``: the model header has ``tg_<name>_predict_proba_q15`` (a soft-voting ensemble): the
     harness serves PROBA (capability bit 3). ``value``: a regression model (``tg_<name>_predict_value_q15``,
     ``n_classes`` 0): PREDICT answers each row with its int32 fixed-point value.
+    ``raw``: the model header has the float entry point ``tg_<name>_predict(const float *)``: the harness
+    serves PREDICT_RAW (capability bit 4; not with ``train``, not for a regression model).
     """
     tgt = _target(target)
     template, port_entry = _resolve_port(tgt)
@@ -183,6 +185,10 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
         "has_train": train is not None,
         "has_proba": bool(proba),
         "value": bool(value),
+        # PREDICT_RAW (the float entry point): not in training builds (their RAM and flash are the engine's)
+        "has_raw": (bool(raw) and not value and train is None
+                    and (limits["max_payload"] - 2) // (4 * n_features) >= 1),
+        "max_batch_raw": min(limits["max_batch"], (limits["max_payload"] - 2) // (4 * n_features)),
         "max_batch_proba": min(limits["max_batch"],
                                (limits["max_payload"] - 2) // (limits["class_bytes"] + 2 * n_classes)),
     }
@@ -229,7 +235,7 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
                                     variant=f"{report.dtype}-{report.layout}-{report.variant}",
                                     max_payload=max_payload, train=train,
                                     proba=len(model.trees) > 1 and report.vote == "soft",
-                                    value=model.is_regression)
+                                    value=model.is_regression, raw=not model.is_regression)
 
 
 def plan_train(model: Model, tgt: _targets.Target, train, max_payload: int | None):

@@ -55,7 +55,7 @@ from treegen.core.errors import TreegenError
 from treegen.core.model import Model
 from treegen.core.version import __version__
 from treegen.device.build import built_model, image_target, reusable_firmware  # noqa: F401 (re-exported)
-from treegen.device.protocol import CAP_PROBA, BenchResult, CounterUnit, DeviceClient, DeviceInfo
+from treegen.device.protocol import CAP_PROBA, CAP_RAW, BenchResult, CounterUnit, DeviceClient, DeviceInfo
 
 DEFAULT_TIMEOUT = 10.0          # seconds per request
 DEFAULT_BENCH_ITERS = 2000      # calls per BENCH row
@@ -63,6 +63,9 @@ BENCH_ROWS = 8                  # rows timed by BENCH (spread evenly over the da
 MAX_MISMATCH_ROWS = 10          # mismatching rows kept in the report
 RANDOM_ROWS = 1000              # rows checked when no data is given (seeded, uniform Q15)
 CHECKS = ("hash", "predictions", "bench")
+#: the float-entry check: float32 inputs within this many ulps of every threshold (treegen hil --float-ulps)
+FLOAT_ENTRY_ULPS = 64
+MAX_FLOAT_ULPS = 4096
 REPORT_FORMAT = "treegen-hil"
 
 
@@ -172,6 +175,33 @@ def _value_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
         if y.shape[0] != Xq.shape[0]:
             raise TreegenError(f"{y.shape[0]} target values for {Xq.shape[0]} rows")
     return Reference(Xq, fixed, None, None, None, floating, vv.frac_bits, y)
+
+
+def raw_of_q15(model: Model, Xq: np.ndarray) -> np.ndarray:
+    """Raw-unit rows whose Q15 values are about ``Xq`` (the base rows of the float-entry probes when
+    the check runs without data)."""
+    off, sc = model.scaling.offset, model.scaling.scale
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sc != 0, off + (np.asarray(Xq, dtype=np.float64) / 32768.0) / np.where(sc != 0, sc, 1.0), off)
+
+
+def check_float_entry(client, model: Model, raw_rows: np.ndarray, ulps: int = FLOAT_ENTRY_ULPS) -> dict:
+    """PREDICT_RAW on float32 rows within ``ulps`` of every threshold (:mod:`treegen.device.float_probes`):
+    the device's float entry point must give the Python fixed-point model's class (``to_q15`` then the
+    Q15 trees; models imported with source thresholds: the source model's float32 tests)."""
+    from treegen.device.float_probes import threshold_probes
+
+    probes, n_points = threshold_probes(model, raw_rows, ulps)
+    if model.has_raw_thresholds:
+        want = np.asarray(model.predict_index(probes.astype(np.float64)), dtype=np.int64)
+    else:
+        want = reference(model, probes.astype(np.float64)).fixed
+    got = client.predict_raw(probes) if probes.shape[0] else np.empty(0, dtype=np.int64)
+    bad = np.flatnonzero(got != want)
+    first = (f"row {probes[bad[0]].tolist()}, device class {int(got[bad[0]])}, expected {int(want[bad[0]])}"
+             if bad.size else None)
+    return {"rows": int(probes.shape[0]), "breakpoints": n_points, "ulps": int(ulps),
+            "mismatches": int(bad.size), "first": first}
 
 
 def random_rows(n_features: int, n_rows: int = RANDOM_ROWS, seed: int = 0) -> np.ndarray:
@@ -308,6 +338,14 @@ def _max_payload_hint(model: Model, tgt: _targets.Target) -> int:
 BOOT_PING_TIMEOUTS = (0.25, 1.0, 3.0)
 
 
+def drain_quiet(target) -> float:
+    """Seconds of silence that end a flush on ``target``: its ``[emulator] drain_quiet`` (a slow emulated
+    UART), else the protocol's default."""
+    from treegen.device.protocol import DRAIN_QUIET
+
+    return float(_target(target).emulator.get("drain_quiet", DRAIN_QUIET))
+
+
 def await_boot(client: DeviceClient, *, timeouts=BOOT_PING_TIMEOUTS) -> None:
     """PING a freshly started emulated board until it answers (one try per entry of ``timeouts``).
     QEMU connects the socket before the firmware has set up its UART, and some UART models (the
@@ -384,6 +422,7 @@ def open_device(target, *, firmware: Firmware | None = None, port: str | None = 
         board.start()
         try:
             client = DeviceClient.open(board.url, timeout=timeout, max_payload=hint)
+            client.drain_quiet = drain_quiet(tgt)
             try:
                 await_boot(client)
                 yield Device(client, board.url, tgt, board)
@@ -457,7 +496,7 @@ def _new_report(model: Model, tgt: _targets.Target, port: str | None) -> dict:
         "format": REPORT_FORMAT, "treegen_version": __version__, "ok": False, "error": None,
         "target": tgt.name, "target_kind": tgt.kind, "port": port, "model_hash": model.hash(),
         "layout": None, "variant": None, "rows": 0, "mismatches": None, "mismatch_rows": [],
-        "float_agreement": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
+        "float_agreement": None, "float_entry": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
         "counter_unit": None, "bench": None, "flash_bytes": None, "ram_bytes": None, "device": None,
         "data": None, "firmware_reused": False, "firmware_replaced": None, "seconds": {},
         "checks": [{"name": c, "ok": None, "seconds": 0.0, "message": "not run"} for c in CHECKS],
@@ -484,7 +523,7 @@ def run_hil(model: Model, target, *, port: str | None = None, build_dir=None, **
 
 def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout: str | None = None,
             variant: str | None = None, build_dir=None, timeout: float = DEFAULT_TIMEOUT,
-            bench_iters: int = DEFAULT_BENCH_ITERS, progress=None) -> dict:
+            bench_iters: int = DEFAULT_BENCH_ITERS, float_ulps: int = 0, progress=None) -> dict:
     """Check ``model`` on a device for ``target``; returns the report (see the module docstring).
 
     ``port``: use the device running there (required for real boards) instead of building and
@@ -492,12 +531,19 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
     random Q15 rows and the two corners). ``layout``/``variant``: what to build (default table/auto);
     with ``port``, when given, the device's INFO variant must match. ``build_dir``: where the
     firmware is built (required unless ``port``). ``timeout``: seconds per request.
-    ``bench_iters``: calls per BENCH row (0 = no BENCH). ``progress(done, total)`` is called while
-    the rows stream.
+    ``bench_iters``: calls per BENCH row (0 = no BENCH). ``float_ulps``: check the float entry point
+    (PREDICT_RAW) on the float32 inputs within that many ulps of every threshold
+    (:func:`check_float_entry`; 0 = not checked). ``progress(done, total)`` is called while the rows
+    stream.
     """
     tgt = _target(target)
     if not 0 <= int(bench_iters) <= 0xFFFF:
         raise TreegenError(f"bench_iters must be 0..65535, got {bench_iters}")
+    if not 0 <= int(float_ulps) <= MAX_FLOAT_ULPS:
+        raise TreegenError(f"float_ulps must be 0..{MAX_FLOAT_ULPS}, got {float_ulps}")
+    if int(float_ulps) > 0 and model.is_regression:
+        raise TreegenError("the float-entry check (--float-ulps) compares classes: a regression model's "
+                           "harness has no PREDICT_RAW; its values are checked by PREDICT")
     if timeout <= 0:
         raise TreegenError("timeout must be > 0 seconds")
     if port is None and tgt.kind == "board":
@@ -508,10 +554,12 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
     if data is None:
         ref = reference(model, q15=random_rows(model.n_features))
         data_note = f"{ref.X_q15.shape[0]} seeded random Q15 rows"
+        raw_rows = raw_of_q15(model, ref.X_q15)
     else:
         X_raw, labels = (data[0], data[1] if len(data) > 1 else None)
         ref = reference(model, X_raw, labels)
         data_note = f"{ref.X_q15.shape[0]} rows"
+        raw_rows = np.asarray(X_raw, dtype=np.float64)
     if ref.X_q15.shape[0] == 0:
         raise TreegenError("no data rows to check")
 
@@ -621,6 +669,23 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                        if bad.size else f"{n} rows: classes and probabilities identical to the fixed-point model")
                 _set_check(report, "proba", bad.size == 0, time.perf_counter() - t0, msg)
 
+            # ---- the float entry point (PREDICT_RAW): float32 inputs around every threshold
+            if float_ulps > 0:
+                current = "float entry"
+                report["checks"].append({"name": "float entry", "ok": None, "seconds": 0.0, "message": "not run"})
+                if not info.capabilities & CAP_RAW:
+                    raise TreegenError("the device does not serve PREDICT_RAW (an on-device training build, or "
+                                       "firmware built before the float-entry check: build it again, e.g. "
+                                       "into a new -o folder): its float entry cannot be checked")
+                t0 = time.perf_counter()
+                report["float_entry"] = check_float_entry(device.client, model, raw_rows, int(float_ulps))
+                fe = report["float_entry"]
+                msg = (f"{fe['mismatches']} of {fe['rows']} float32 rows differ from the fixed-point model (first: "
+                       f"{fe['first']})" if fe["mismatches"] else
+                       f"{fe['rows']} float32 rows (+-{fe['ulps']} ulps around {fe['breakpoints']} thresholds) "
+                       "identical to the fixed-point model")
+                _set_check(report, "float entry", fe["mismatches"] == 0, time.perf_counter() - t0, msg)
+
             # ---- bench
             current = "bench"
             if bench_iters > 0:
@@ -662,7 +727,7 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                 message = f"{message} ({diag})"
         report["ok"] = False
         report["error"] = message
-        if current in CHECKS or current == "proba":
+        if current in CHECKS or current in ("proba", "float entry"):
             _set_check(report, current, False, 0.0, message)
         for c in report["checks"]:
             if c["ok"] is None:

@@ -299,7 +299,8 @@ def write_project(model, out_dir, *, target, layout: str, variant: str, name: st
 
 def baremetal_files(target=None) -> tuple[str, str]:
     """(startup code, linker script) of a bare-metal target: its ``[soc] startup`` / ``ldscript``
-    (templates/firmware/), default the Cortex-M pair startup_cortexm.c / cortexm.ld."""
+    (templates/firmware/), default the Cortex-M pair startup_cortexm.c / cortexm.ld; ``""`` where the
+    toolchain's own is used (avr-libc's crt and avr-gcc's default linker script)."""
     soc = _target(target).soc if target is not None else {}
     return str(soc.get("startup", _BAREMETAL_FILES[0])), str(soc.get("ldscript", _BAREMETAL_FILES[1]))
 
@@ -316,7 +317,7 @@ def write_baremetal(src_dir, target=None) -> list[Path]:
     from treegen.core.codegen import render
 
     written = []
-    for fname in baremetal_files(target):
+    for fname in (f for f in baremetal_files(target) if f):
         path = Path(src_dir) / fname
         path.write_text(render(f"firmware/{fname}", {"version": __version__}), encoding="utf-8", newline="\n")
         written.append(path)

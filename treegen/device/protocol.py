@@ -58,6 +58,7 @@ class MsgType(IntEnum):
     TRAIN_INFO = 0x09
     PROBA = 0x0A               # soft-voting ensembles (capability bit 3, PROBA): classes + probabilities
     TRAIN_PROFILE = 0x0B       # per-phase counter totals of the last TRAIN (profiling builds)
+    PREDICT_RAW = 0x0C         # raw float32 rows -> the float entry point (capability bit 4, RAW)
     PONG = 0x81
     INFO_RESPONSE = 0x82
     PREDICT_RESPONSE = 0x83
@@ -69,6 +70,7 @@ class MsgType(IntEnum):
     TRAIN_INFO_RESPONSE = 0x89
     PROBA_RESPONSE = 0x8A
     TRAIN_PROFILE_RESPONSE = 0x8B
+    PREDICT_RAW_RESPONSE = 0x8C
     ERROR = 0xFF
 
 
@@ -92,6 +94,7 @@ CAP_PREDICT = 0x1
 CAP_BENCH = 0x2
 CAP_TRAIN = 0x4
 CAP_PROBA = 0x8
+CAP_RAW = 0x10
 
 
 # ---------------------------------------------------------------------- errors
@@ -433,6 +436,9 @@ class DeviceClient:
         self.timeout = float(timeout)
         self.name = name or str(getattr(port, "port", None) or getattr(port, "name", None) or "device")
         self.max_payload_hint = max_payload     # flush size before INFO is known (default: 65535)
+        #: a flush waits for this much silence (the target's ``[emulator] drain_quiet`` where its UART is
+        #: slow: qemu-uno takes up to ~1 ms per input byte)
+        self.drain_quiet = DRAIN_QUIET
         self._seq = 0
         self._info: DeviceInfo | None = None
         self._link_errors, self._write_timeouts = _serial_errors()
@@ -501,7 +507,7 @@ class DeviceClient:
         start = last = time.monotonic()
         while True:
             now = time.monotonic()
-            if now - last >= DRAIN_QUIET or now - start >= DRAIN_MAX:
+            if now - last >= self.drain_quiet or now - start >= max(DRAIN_MAX, 4 * self.drain_quiet):
                 return bytes(discarded)
             chunk = self._read(4096, "the flush")
             if chunk:
@@ -633,6 +639,31 @@ class DeviceClient:
             raise ProtocolError(f"{self.name}: PROBA returned class {int(classes.max())}, the model has "
                                 f"{info.n_classes}")
         return classes, proba
+
+    def predict_raw(self, rows, *, timeout: float | None = None) -> np.ndarray:
+        """PREDICT_RAW (devices with capability RAW): the class of the model's float entry point
+        (``tg_<name>_predict``, raw float32 features) for every row; rows are sent as float32 bit
+        patterns, so NaN, +-inf and subnormals reach the device unchanged."""
+        info = self.info()
+        if not info.capabilities & CAP_RAW:
+            raise TreegenError(f"{self.name}: the device does not serve PREDICT_RAW (an on-device training build)")
+        a = np.ascontiguousarray(np.asarray(rows, dtype=np.float32).reshape(-1, info.n_features), dtype="<f4")
+        per_batch = min(info.max_batch, (info.max_payload - 2) // (4 * info.n_features))
+        out = np.empty(a.shape[0], dtype=np.int64)
+        dtype = np.dtype("u1") if info.class_bytes == 1 else np.dtype("<u2")
+        for start in range(0, a.shape[0], per_batch):
+            batch = a[start:start + per_batch]
+            n = batch.shape[0]
+            resp = self.request(MsgType.PREDICT_RAW, struct.pack("<H", n) + batch.tobytes(), timeout=timeout)
+            if len(resp) != 2 + n * info.class_bytes or struct.unpack_from("<H", resp)[0] != n:
+                raise ProtocolError(f"{self.name}: PREDICT_RAW response of {len(resp)} bytes does not hold "
+                                    f"{n} classes")
+            classes = np.frombuffer(resp, dtype=dtype, offset=2, count=n).astype(np.int64)
+            if classes.size and classes.max() >= info.n_classes:
+                raise ProtocolError(f"{self.name}: PREDICT_RAW returned class {int(classes.max())}, "
+                                    f"the model has {info.n_classes}")
+            out[start:start + n] = classes
+        return out
 
     def bench(self, row, n_iter: int, *, timeout: float | None = None) -> BenchResult:
         """BENCH: time ``n_iter`` (1..65535) calls of the model on one row."""

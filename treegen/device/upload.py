@@ -3,7 +3,9 @@
 A board's ``[upload]`` table names its uploader (``pyocd`` for the ST and Nordic boards: pyOCD drives
 the ST-LINK and CMSIS-DAP/DAPLink probes those boards carry) and pyOCD's part name
 (``pyocd_target``), or ``openocd`` and OpenOCD's board configuration (``openocd_config``: the
-HiFive1's ``board/sifive-hifive1.cfg``; OpenOCD drives its FTDI JTAG adapter, and J-Link probes too).
+HiFive1's ``board/sifive-hifive1.cfg``; OpenOCD drives its FTDI JTAG adapter, and J-Link probes too),
+or ``avrdude`` (the Arduino Uno: its bootloader over the USB serial port; ``avrdude_part``,
+``avrdude_programmer``, ``avrdude_baud``).
 ``--uploader platformio`` uses PlatformIO's own upload of the project instead (``pio run -t upload``;
 the online Arduino build's only way). :func:`upload_command` is what
 ``treegen flash --dry-run`` prints; :func:`check_probe` fails in about a second, with one line naming
@@ -19,7 +21,9 @@ from pathlib import Path
 from treegen.core import targets as targets_mod
 from treegen.core.errors import TreegenError
 
-UPLOADERS = ("pyocd", "openocd", "platformio")
+UPLOADERS = ("pyocd", "openocd", "avrdude", "platformio")
+#: the serial port avrdude talks to the Uno's bootloader on when --port is not given
+AVRDUDE_DEFAULT_PORT = "/dev/ttyACM0"
 
 
 def _target(target) -> targets_mod.Target:
@@ -32,6 +36,9 @@ def uploader_for(target, override: str | None = None) -> str:
     choice = override or t.upload.get("uploader") or "platformio"
     if choice not in UPLOADERS:
         raise TreegenError(f"unknown uploader {choice!r} (choose from {', '.join(UPLOADERS)})")
+    if choice == "avrdude" and not t.upload.get("avrdude_part"):
+        raise TreegenError(f"target {t.name!r} has no avrdude part name ([upload] avrdude_part): "
+                           "use --uploader platformio")
     if choice == "pyocd" and not t.upload.get("pyocd_target"):
         raise TreegenError(f"target {t.name!r} has no pyOCD part name ([upload] pyocd_target): "
                            "use --uploader platformio")
@@ -52,12 +59,17 @@ def pyocd_executable() -> str:
 
 def upload_command(target, image, port: str | None = None) -> list[str]:
     """The board's uploader command that writes ``image`` (an ELF) to its flash and resets it: pyOCD's,
-    or OpenOCD's through the board's JTAG adapter (``port`` is not used by either: the probe is found
-    on USB); [] when the board has none."""
+    OpenOCD's through the board's JTAG adapter (``port`` is not used by either: the probe is found on
+    USB), or avrdude's through the bootloader on the serial ``port`` (default /dev/ttyACM0; ``-D``: no
+    chip erase, the bootloader erases page by page; ``:e``: ELF input); [] when the board has none."""
     t = _target(target)
     if t.upload.get("uploader") == "openocd":
         # OpenOCD's Tcl: braces keep a path with spaces one word
         return ["openocd", "-f", str(t.upload["openocd_config"]), "-c", f"program {{{image}}} verify reset exit"]
+    if t.upload.get("uploader") == "avrdude":
+        return ["avrdude", "-p", str(t.upload["avrdude_part"]), "-c", str(t.upload.get("avrdude_programmer", "arduino")),
+                "-P", str(port or AVRDUDE_DEFAULT_PORT), "-b", str(t.upload.get("avrdude_baud", 115200)), "-D",
+                "-U", f"flash:w:{image}:e"]
     part = t.upload.get("pyocd_target")
     if not part:
         return []
@@ -71,6 +83,11 @@ def check_openocd(target) -> None:
     if shutil.which("openocd") is None:
         raise TreegenError(f"openocd not found: install OpenOCD (Debian package openocd) to upload to {t.name}, "
                            "or run the command 'treegen flash --dry-run' prints where it is installed")
+def check_avrdude(target) -> None:
+    """Raise a one-line :class:`TreegenError` when avrdude is not installed."""
+    if shutil.which("avrdude") is None:
+        raise TreegenError(f"avrdude not found: install it (Debian package avrdude) to upload to {_target(target).name}, "
+                           "or run the same image in QEMU (--target qemu-uno)")
 
 
 def _require_pyocd():

@@ -130,6 +130,7 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
         hi_raw = max(max(t["n_internal"] - 1, 0) for t in raw_trees)
         if hi_raw > hi:
             ref_t = int_type(lo, hi_raw, f"child reference ({hi_raw + 1} internal nodes, {leaf_what})")
+    progmem = bool(getattr(target, "progmem", False))
     ctx = {
         "version": __version__,
         "model_hash": model.hash(),
@@ -173,6 +174,9 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
                         else f", {n_features - k * MVE_LANES}u"}
                        for k in range(-(-n_features // MVE_LANES))],
         "vote_t": "uint16_t",
+        # AVR: tables in program memory (PROGMEM + pgm_read_*), not copied to RAM by the startup code
+        "progmem": progmem,
+        "progmem_i64": progmem and layout == "table" and lowered.dtype == "q15" and 64 in {t["acc_bits"] for t in oblique},
     }
     if examples is not None:
         ctx["examples"] = _examples(*examples)

@@ -167,6 +167,9 @@ def open_client(dev: RunningDevice, timeout: float) -> DeviceClient:
     if dev.process is None:
         with contextlib.suppress(AttributeError, OSError, ValueError):
             client.port.reset_input_buffer()
+    from treegen.device.hil import drain_quiet
+
+    client.drain_quiet = drain_quiet(dev.target)
     return client
 
 
