@@ -332,6 +332,23 @@ def test_cli_build_emulated(m4, tmp_path, capsys, monkeypatch):
     assert f"treegen flash {model_file} --target qemu-m4" in text
 
 
+def test_cli_build_in_a_folder_with_spaces(m4, tmp_path, capsys):
+    """A project path with spaces ("My Projects/...") links (the map file flag) and the printed command
+    pastes into a shell as it is."""
+    import shlex
+
+    model_file = tmp_path / "veh.json"
+    save(m4.model, model_file)
+    out = tmp_path / "My Projects" / "tree fw"
+    shutil.copytree(m4.project, out, symlinks=True)
+    assert cli.main(["build", str(model_file), "--target", "qemu-m4", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert (out / ".pio" / "build" / "qemu_m4" / "firmware.map").is_file()
+    run = next(line for line in text.splitlines() if line.startswith("run "))
+    assert shlex.split(run.split(None, 1)[1]) == ["treegen", "flash", str(model_file), "--target", "qemu-m4",
+                                                  "-o", str(out)]
+
+
 def test_cli_build_board_prints_the_upload_command(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PLATFORMIO_CORE_DIR", str(tmp_path / "no-core"))   # no platform installed
     model_file = tmp_path / "veh.json"

@@ -177,11 +177,13 @@ def cmd_build(args) -> int:
     train = _train_spec(args, model, target)
     res = _build_firmware(model, target, out, args, train=train)
     if res.elf is not None:
-        extra = f" --train --data {args.data}" if train is not None else ""
+        # a command to paste into a shell: paths with spaces quoted
+        command = shlex.join(["treegen", "flash", str(args.model), "--target", target.name, "-o", str(out)]
+                             + (["--train", "--data", str(args.data)] if train is not None else []))
         if target.kind == "emulated":
-            print(f"run             treegen flash {args.model} --target {target.name} -o {out}{extra}")
+            print(f"run             {command}")
         elif args.framework == "baremetal":
-            print(f"upload          treegen flash {args.model} --target {target.name} -o {out}{extra}")
+            print(f"upload          {command}")
     else:
         platform = target.platformio.get("platform", "")
         print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "

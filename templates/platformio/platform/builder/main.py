@@ -49,6 +49,13 @@ env.Replace(
     SIZEPRINTCMD="$SIZETOOL -B -d $SOURCES",
 )
 
+# the map file: SCons splits a flag at spaces, so a project path with spaces is given relative to the
+# project folder (the folder SCons links in)
+map_path = os.path.join(env.subst("$BUILD_DIR"), "firmware.map")
+if " " in map_path:
+    map_path = os.path.relpath(map_path, env.subst("$PROJECT_DIR"))
+map_flag = "-Wl,-Map," + map_path
+
 env.Append(
     ASFLAGS=cpu_flags + ["-x", "assembler-with-cpp"],
     CCFLAGS=cpu_flags + warn_flags + ["-ffunction-sections", "-fdata-sections", "-fno-common"],
@@ -62,7 +69,7 @@ env.Append(
         "-Wl,--defsym=TG_FLASH_ORIGIN=0x%08X" % int(board.get("build.flash_origin", 0)),
         "-Wl,--defsym=TG_RAM_ORIGIN=0x%08X" % int(board.get("build.ram_origin", 0x20000000)),
         "-Wl,--defsym=TG_STACK_SIZE=%d" % int(board.get("build.stack_size", 4096)),
-        "-Wl,-Map," + os.path.join("$BUILD_DIR", "firmware.map"),
+        map_flag,
     ],
     BUILDERS=dict(
         ElfToBin=Builder(
