@@ -456,5 +456,5 @@ def test_cli_hil_train_native(tmp_path):
                  str(SHARED_DATASETS / "veh.csv.gz"), "--train", "-o", str(tmp_path / "bp"))
     assert r.returncode == 2
     assert re.search(r"^treegen: error: training needs \d+ KiB RAM, nucleo_l031k6 has 8 KiB .*846 rows x 18 "
-                     r"attributes.*at most \d+ rows would fit$", r.stderr, re.M)
+                     r"attributes.*at most \d+ rows would fit(; all 846 fit with --max-depth \d+)?$", r.stderr, re.M)
     assert "PASS" not in r.stdout and "IDENTICAL" not in r.stdout

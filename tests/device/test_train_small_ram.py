@@ -172,3 +172,22 @@ def test_fit_engine_device_at_a_port_streams_the_rows(tmp_path, capsys):
                                     "--seed", 7, "-o", nat, "-q"])
     assert code == 0, err
     assert json.loads(dev.read_text())["trees"] == json.loads(nat.read_text())["trees"]
+
+
+def test_a_fixed_depth_that_does_not_fit_names_the_depth_that_would(tmp_path):
+    """fit --engine device --max-depth 8 (or its default) on a 16 KiB part: the one line says which
+    --max-depth takes every row, and that depth does fit."""
+    X, y, C = data("irs")
+    spec = tf.make_train_spec("qemu-hifive1", EFTIParams(max_depth=8), flash_data=(X, y, C))
+    with pytest.raises(TreegenError) as exc:
+        write_harness(stump(X, y), tmp_path / "never", target="qemu-hifive1", train=spec)
+    msg = str(exc.value)
+    hint = re.search(r"; all 150 fit with --max-depth (\d+)$", msg)
+    assert hint and "\n" not in msg, msg
+    depth = int(hint.group(1))
+    assert 1 <= depth < 8
+    ok = tf.make_train_spec("qemu-hifive1", EFTIParams(max_depth=depth), flash_data=(X, y, C))
+    write_harness(stump(X, y), tmp_path / "ok", target="qemu-hifive1", train=ok)
+    deeper = tf.make_train_spec("qemu-hifive1", EFTIParams(max_depth=depth + 1), flash_data=(X, y, C))
+    with pytest.raises(TreegenError, match="rows would fit"):
+        write_harness(stump(X, y), tmp_path / "deeper", target="qemu-hifive1", train=deeper)

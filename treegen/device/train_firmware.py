@@ -413,6 +413,11 @@ def check_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int = 0,
     most = lo if lo >= 2 and fits(_with_rows(leanest, lo))[0] else 0
     where = "flash" if spec.flash_rows else "RAM"
     tail = f"at most {most} rows would fit"
+    if not depth_auto:                 # a fixed depth: the deepest tree that would take every row
+        for depth in range(spec.max_depth - 1, 0, -1):
+            if fits(_with_depth(replace(spec, partial=partials[-1]), depth))[0]:
+                tail += f"; all {spec.max_rows} fit with --max-depth {depth}"
+                break
     if spec.vicinal:
         try:
             emp, _ = check_ram(replace(spec, vicinal_sigma=None, vicinity_sigma2=0.0), tgt, max_payload=max_payload,
