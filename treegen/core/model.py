@@ -11,6 +11,8 @@ Format (``format_version`` 1)::
       "trees": [ {tree dict}, ... ], # one tree, or several for an ensemble
       "vote": "soft",                # optional (absent: "hard"): how an ensemble combines its trees
       "input_contract": "float32",   # optional: the raw inputs the model is made for (see CONTRACTS)
+      "task": "regression",          # optional (absent: "classification")
+      "boost": {...},                # only with vote "sum" (see below)
       "metadata": {"algorithm": ..., "params": {...}, "seed": ..., "fitness": ...,
                    "train_accuracy": ..., "treegen_version": ...}
     }
@@ -20,6 +22,29 @@ Format (``format_version`` 1)::
 Voting (ensembles): ``hard`` -- majority of the trees' classes, ties -> lowest class index;
 ``soft`` -- argmax of the mean of the trees' leaf class probabilities (count frequencies, see
 :meth:`Tree.leaf_probabilities`), ties -> lowest class index (scikit-learn's forests).
+Both combine classification trees. Two votes combine *value trees* (``Tree.leaf_value``):
+``mean`` -- a regression forest (or one regression tree): the float64 sum of the trees' leaf values
+in tree order, starting from 0.0, divided by the number of trees (scikit-learn's forests);
+``sum`` -- an additive (boosted) model, parameters in ``boost``::
+
+    {"base_score": [b_0, ...],      # one per output
+     "tree_output": [k_0, ...],     # one per tree: the output the tree adds to
+     "link": "identity" | "logistic" | "softmax",
+     "sum_dtype": "float32" | "float64"}
+
+``raw[k] = base_score[k] + the leaf values of the trees with tree_output k``, accumulated in
+``sum_dtype``: the accumulator starts at ``sum_dtype(base_score[k])`` and each tree's leaf value,
+rounded to ``sum_dtype``, is added in tree order (one rounding per addition). Classification with one
+output (binary): class 1 iff ``raw[0] > 0``; several outputs (one per class): argmax, ties -> lowest
+index. Probabilities (float64): ``logistic`` -- ``1 / (1 + exp(-raw))`` (one output: ``[1 - p, p]``;
+several: per output, not normalised), ``softmax`` -- ``exp(raw - max) / sum``; ``identity`` has none.
+Regression: the prediction is ``raw[0]`` (link identity).
+
+Task (``TASKS``): ``classification`` (default; ``classes`` are the labels) or ``regression``
+(``classes == []``, one output, vote ``mean`` or ``sum``; ``metadata["target_name"]`` optional).
+
+Missing values: a NaN input is an error, unless every tree has ``missing_left`` (an imported model whose
+library routes missing values): then NaN goes where ``missing_left`` says and infinities are compared.
 
 Input contract (``CONTRACTS``): ``float32`` -- any float32 raw input; ``integer`` -- raw integer
 inputs (a model fitted on integer data: the q15 raw wrapper rounds other values to the nearest
@@ -41,7 +66,8 @@ from treegen.core.atomic import atomic_write
 from treegen.core.errors import ModelFileError, TreegenError
 from treegen.core.limits import MAX_MODEL_BYTES, bytes_text, read_bounded
 from treegen.core.scaling import InputScaling
-from treegen.core.schema import CONTRACTS, FORMAT, FORMAT_VERSION, VOTES, check_model_dict
+from treegen.core.schema import (CONTRACTS, FORMAT, FORMAT_VERSION, VALUE_VOTES, VOTES, check_boost,
+                                 check_model_dict, check_task_vote)
 from treegen.core.tree import Tree
 
 
@@ -55,8 +81,12 @@ class Model:
     metadata: dict = field(default_factory=dict)
     vote: str = "hard"
     input_contract: str | None = None
+    task: str = "classification"
+    boost: dict | None = None
 
     def __post_init__(self) -> None:
+        if self.boost is not None and isinstance(self.boost, dict):
+            self.boost = _plain_boost(self.boost)
         self.validate()
 
     # ------------------------------------------------------------------ invariants
@@ -65,7 +95,15 @@ class Model:
             raise TreegenError("model has no tree")
         n_features = len(self.feature_names)
         n_classes = len(self.classes)
-        if n_classes < 1:
+        try:
+            check_task_vote(self.task, self.vote, self.boost is not None)
+            if self.boost is not None:
+                check_boost(self.boost, len(self.trees), self.task, n_classes)
+        except ModelFileError as exc:
+            raise TreegenError(f"invalid model: {exc}") from None
+        if self.task == "regression" and n_classes:
+            raise TreegenError(f"a regression model has no class labels, got {n_classes}")
+        if self.task == "classification" and n_classes < 1:
             raise TreegenError("model has no class labels")
         if len(set(map(repr, self.classes))) != n_classes:
             raise TreegenError("model class labels are not unique")
@@ -75,9 +113,16 @@ class Model:
             raise TreegenError(f"unknown vote {self.vote!r} (choose from {', '.join(VOTES)})")
         if self.input_contract is not None and self.input_contract not in CONTRACTS:
             raise TreegenError(f"unknown input contract {self.input_contract!r} (choose from {', '.join(CONTRACTS)})")
-        for tree in self.trees:
+        value = self.vote in VALUE_VOTES
+        for k, tree in enumerate(self.trees):
             tree.validate()
-            if tree.n_features != n_features or tree.n_classes != n_classes:
+            if tree.is_value_tree != value:
+                raise TreegenError(f"tree {k} is a {'value' if tree.is_value_tree else 'classification'} tree, "
+                                   f"vote {self.vote!r} combines {'value' if value else 'classification'} trees")
+            if value:
+                if tree.n_features != n_features:
+                    raise TreegenError(f"tree {k} has {tree.n_features} features, the model {n_features}")
+            elif tree.n_features != n_features or tree.n_classes != n_classes:
                 raise TreegenError(
                     f"tree shape ({tree.n_features} features, {tree.n_classes} classes) does not match "
                     f"the model ({n_features} features, {n_classes} classes)")
@@ -100,6 +145,23 @@ class Model:
         return len(self.classes)
 
     @property
+    def is_regression(self) -> bool:
+        return self.task == "regression"
+
+    @property
+    def n_outputs(self) -> int:
+        """Numbers the model computes per row: the class count (hard/soft), ``len(boost.base_score)``
+        (sum) or 1 (mean)."""
+        if self.vote == "sum":
+            return len(self.boost["base_score"])
+        return 1 if self.vote == "mean" else self.n_classes
+
+    @property
+    def handles_missing(self) -> bool:
+        """Every tree routes NaN inputs (``missing_left``): NaN and infinite inputs are accepted."""
+        return all(t.missing_left is not None for t in self.trees)
+
+    @property
     def contract(self) -> str:
         """The input contract (recorded, else derived from the scaling method)."""
         if self.input_contract is not None:
@@ -117,6 +179,15 @@ class Model:
         vote = self.vote if vote is None else vote
         if vote not in VOTES:
             raise TreegenError(f"unknown vote {vote!r} (choose from {', '.join(VOTES)})")
+        if self.is_regression:
+            raise TreegenError("a regression model predicts values, not classes")
+        if (vote == "sum") != (self.vote == "sum") or vote == "mean":
+            raise TreegenError(f"a model with vote {self.vote!r} cannot vote {vote!r}")
+        if vote == "sum":
+            raw = self._raw(leaves)
+            if raw.shape[1] == 1:
+                return (raw[:, 0] > 0).astype(np.int64)
+            return raw.argmax(axis=1).astype(np.int64)
         if len(self.trees) == 1:
             return self.trees[0].leaf_class[leaves[0]].astype(np.int64)
         if vote == "soft":
@@ -127,6 +198,29 @@ class Model:
         for tree, leaf in zip(self.trees, leaves):
             votes[rows, tree.leaf_class[leaf]] += 1
         return votes.argmax(axis=1)
+
+    def _raw(self, leaves: list) -> np.ndarray:
+        """``(n_rows, n_outputs)`` sums of a vote-'sum' model, accumulated in ``boost.sum_dtype`` from
+        ``base_score`` in tree order (returned as float64, exactly)."""
+        dtype = np.float32 if self.boost["sum_dtype"] == "float32" else np.float64
+        n = leaves[0].shape[0]
+        acc = np.empty((n, self.n_outputs), dtype=dtype)
+        acc[:] = np.asarray(self.boost["base_score"], dtype=np.float64).astype(dtype)
+        for tree, leaf, k in zip(self.trees, leaves, self.boost["tree_output"]):
+            acc[:, k] += tree.leaf_value[leaf].astype(dtype)
+        return acc.astype(np.float64)
+
+    def _mean_value(self, leaves: list) -> np.ndarray:
+        """Vote 'mean': float64 sum of the leaf values in tree order, divided by the number of trees."""
+        total = np.zeros(leaves[0].shape[0])
+        for tree, leaf in zip(self.trees, leaves):
+            total += tree.leaf_value[leaf]
+        return total / len(self.trees)
+
+    def _values(self, leaves: list) -> np.ndarray:
+        if not self.is_regression:
+            raise TreegenError("a classification model predicts classes, not values")
+        return self._mean_value(leaves) if self.vote == "mean" else self._raw(leaves)[:, 0]
 
     def _mean_proba(self, leaves: list) -> np.ndarray:
         """Mean leaf class probabilities, summed in tree order then divided (as scikit-learn's forests)."""
@@ -140,17 +234,41 @@ class Model:
         if X_raw.ndim != 2 or X_raw.shape[1] != self.n_features:
             raise TreegenError(
                 f"data has {X_raw.shape[1] if X_raw.ndim == 2 else '?'} features, the model expects {self.n_features}")
+        routed = self.handles_missing
         if self.has_raw_thresholds:   # the source's own float32 tests
-            if not np.all(np.isfinite(X_raw)):
+            if not routed and not np.all(np.isfinite(X_raw)):
                 raise TreegenError("input contains NaN or infinite values")
             return [t.apply_raw(X_raw) for t in self.trees]
-        Xn = self.scaling.transform(X_raw)
+        if routed:                    # NaN stays NaN on the grid (routed), infinities saturate
+            missing = np.isnan(X_raw)
+            Xn = self.scaling.transform(np.where(missing, 0.0, np.nan_to_num(X_raw, nan=0.0, posinf=1e300,
+                                                                             neginf=-1e300)))
+            Xn[missing] = np.nan
+        else:
+            Xn = self.scaling.transform(X_raw)
         return [t.apply(Xn) for t in self.trees]
 
     def predict_index_normalised(self, X: np.ndarray, vote: str | None = None) -> np.ndarray:
         """Class indices for already-normalised inputs (the trees' grid thresholds; the model's vote,
         ties -> lowest index)."""
         return self._combine([t.apply(X) for t in self.trees], vote)
+
+    def predict_value_normalised(self, X: np.ndarray) -> np.ndarray:
+        """Predicted values (float64) of a regression model for already-normalised inputs."""
+        return self._values([t.apply(X) for t in self.trees])
+
+    def predict_value(self, X_raw: np.ndarray) -> np.ndarray:
+        """Predicted values (float64) of a regression model for raw inputs: vote 'mean' -- the mean of
+        the trees' leaf values; vote 'sum' -- ``raw[0]`` (exactly the ``sum_dtype`` sum)."""
+        return self._values(self._leaves(X_raw))
+
+    def decision_function(self, X_raw: np.ndarray) -> np.ndarray:
+        """The raw sums of a vote-'sum' model (float64 holding the ``sum_dtype`` values exactly):
+        ``(n_rows,)`` for one output, ``(n_rows, n_outputs)`` otherwise."""
+        if self.vote != "sum":
+            raise TreegenError(f"decision_function needs a model with vote 'sum' (this one votes {self.vote!r})")
+        raw = self._raw(self._leaves(X_raw))
+        return raw[:, 0] if raw.shape[1] == 1 else raw
 
     def predict_index(self, X_raw: np.ndarray, vote: str | None = None) -> np.ndarray:
         """Class indices for raw inputs: the source's float32 tests when the trees carry raw thresholds
@@ -159,8 +277,21 @@ class Model:
 
     def predict_proba(self, X_raw: np.ndarray) -> np.ndarray:
         """Class probabilities (float64, columns in ``classes`` order) for raw inputs: the mean over the
-        trees of the leaf count frequencies (scikit-learn's ``predict_proba``)."""
-        return self._mean_proba(self._leaves(X_raw))
+        trees of the leaf count frequencies (scikit-learn's ``predict_proba``); a vote-'sum' model: its
+        link applied to the raw sums (see the module text)."""
+        if self.is_regression:
+            raise TreegenError("a regression model has no class probabilities")
+        if self.vote != "sum":
+            return self._mean_proba(self._leaves(X_raw))
+        raw = self._raw(self._leaves(X_raw))
+        link = self.boost["link"]
+        if link == "identity":
+            raise TreegenError("the model's link is identity: its raw sums are no probabilities")
+        if link == "softmax":
+            e = np.exp(raw - raw.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+        p = 1.0 / (1.0 + np.exp(-raw))
+        return np.column_stack([1.0 - p[:, 0], p[:, 0]]) if raw.shape[1] == 1 else p
 
     def feature_importances(self, criterion: str = "gini") -> np.ndarray:
         """Impurity-based feature importances summing to 1 (:meth:`Tree.feature_importances`); an
@@ -173,7 +304,9 @@ class Model:
         return mean / mean.sum() if mean.sum() > 0 else mean
 
     def predict(self, X_raw: np.ndarray) -> np.ndarray:
-        """Original class labels for raw inputs."""
+        """Original class labels for raw inputs; a regression model: its values (:meth:`predict_value`)."""
+        if self.is_regression:
+            return self.predict_value(X_raw)
         labels = np.asarray(self.classes, dtype=object)
         return labels[self.predict_index(X_raw)]
 
@@ -188,7 +321,9 @@ class Model:
             "trees": [t.to_dict() for t in self.trees],
             "metadata": plain(self.metadata),
         } | ({"vote": self.vote} if self.vote != "hard" else {}) | (
-            {"input_contract": self.input_contract} if self.input_contract is not None else {})
+            {"input_contract": self.input_contract} if self.input_contract is not None else {}) | (
+            {"task": self.task} if self.task != "classification" else {}) | (
+            {"boost": dict(self.boost)} if self.boost is not None else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, allow_nan=False)
@@ -215,11 +350,28 @@ class Model:
                 metadata=dict(d.get("metadata") or {}),
                 vote=str(d.get("vote", "hard")),
                 input_contract=None if d.get("input_contract") is None else str(d["input_contract"]),
+                task=str(d.get("task", "classification")),
+                boost=None if d.get("boost") is None else dict(d["boost"]),
             )
         except ModelFileError:
             raise
         except TreegenError as exc:
             raise ModelFileError(f"invalid model: {exc}") from None
+
+
+def _plain_boost(boost: dict) -> dict:
+    """``boost`` with JSON-native values (floats, ints), its keys in the file's order; unknown keys and
+    wrong types are left for :func:`check_boost` to name."""
+    out = dict(boost)
+    try:
+        if "base_score" in out:
+            out["base_score"] = [float(v) for v in out["base_score"]]
+        if "tree_output" in out:
+            out["tree_output"] = [int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v
+                                  for v in out["tree_output"]]
+    except (TypeError, ValueError):
+        return dict(boost)
+    return out
 
 
 def plain(obj):

@@ -23,11 +23,17 @@ FORMAT = "treegen-model"
 FORMAT_VERSION = 1
 SCALING_METHODS = ("q15", "minmax")
 MODEL_FIELDS = ("format", "format_version", "feature_names", "classes", "scaling", "trees", "metadata", "vote",
-                "input_contract")
+                "input_contract", "task", "boost")
 TREE_FIELDS = ("n_features", "n_classes", "weights", "threshold", "left", "right", "leaf_class", "class_counts",
-               "raw_threshold")
-VOTES = ("hard", "soft")                           # optional model field "vote" (default hard)
+               "raw_threshold", "leaf_value", "missing_left")
+VOTES = ("hard", "soft", "mean", "sum")            # optional model field "vote" (default hard)
+CLASS_VOTES = ("hard", "soft")                     # votes over classification trees (leaf classes)
+VALUE_VOTES = ("mean", "sum")                      # votes over value trees (leaf_value)
 CONTRACTS = ("float32", "integer", "q15")          # optional model field "input_contract" (null: derived)
+TASKS = ("classification", "regression")           # optional model field "task" (default classification)
+BOOST_FIELDS = ("base_score", "tree_output", "link", "sum_dtype")
+LINKS = ("identity", "logistic", "softmax")        # boost.link
+SUM_DTYPES = ("float32", "float64")                # boost.sum_dtype
 
 
 def _fail(field: str, problem: str):
@@ -127,7 +133,7 @@ def check_metadata(meta, field: str = "metadata") -> None:
             stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_LABEL_INT:
             _fail(where, "integer is out of the 64-bit range")
-    for key in ("algorithm", "dataset", "label_column", "treegen_version"):
+    for key in ("algorithm", "dataset", "label_column", "treegen_version", "target_name"):
         if meta.get(key) is not None:
             _name(meta[key], f"{field}.{key}", key)
     acc = meta.get("train_accuracy")
@@ -159,9 +165,14 @@ def check_scaling(d, n_features: int, field: str = "scaling") -> None:
                 "" if method != "minmax" else " (or 0 for a constant feature)"))
 
 
-def check_tree(t, n_features: int, n_classes: int, field: str) -> None:
+def check_tree(t, n_features: int, n_classes: int, field: str, value: bool = False) -> None:
+    """One tree; ``value``: a value tree (``leaf_value`` required, one count column, leaf_class 0)."""
     t = _dict(t, field)
     _known(t, TREE_FIELDS, field)
+    if value:
+        n_classes = 1
+    elif t.get("leaf_value") is not None:
+        _fail(f"{field}.leaf_value", "only the trees of a model with vote 'mean' or 'sum' have leaf values")
     _int(_get(t, "n_features", field), f"{field}.n_features", n_features, n_features, "feature count")
     _int(_get(t, "n_classes", field), f"{field}.n_classes", n_classes, n_classes, "class count")
     left = _list(_get(t, "left", field), f"{field}.left", 1, MAX_NODES)
@@ -178,6 +189,16 @@ def check_tree(t, n_features: int, n_classes: int, field: str) -> None:
         raw = _list(raw, f"{field}.raw_threshold", n, n)
         for i in range(n):
             _number(raw[i], f"{field}.raw_threshold[{i}]", "raw threshold")
+    if value:
+        values = _list(_get(t, "leaf_value", field), f"{field}.leaf_value", n, n)
+        for i in range(n):
+            _number(values[i], f"{field}.leaf_value[{i}]", "leaf value")
+    missing = t.get("missing_left")                # optional: where a NaN input goes at each node
+    if missing is not None:
+        missing = _list(missing, f"{field}.missing_left", n, n)
+        for i in range(n):
+            if not isinstance(missing[i], bool):
+                _fail(f"{field}.missing_left[{i}]", f"must be true or false, got {_kind(missing[i])}")
     for i in range(n):
         lo = _int(left[i], f"{field}.left[{i}]", -1, n - 1, "child index")
         ro = _int(right[i], f"{field}.right[{i}]", -1, n - 1, "child index")
@@ -185,8 +206,14 @@ def check_tree(t, n_features: int, n_classes: int, field: str) -> None:
             _fail(f"{field}.left[{i}]", "node has exactly one child")
         if lo == 0 or ro == 0:
             _fail(f"{field}.{'left' if lo == 0 else 'right'}[{i}]", "child index 0 is the root")
+        if missing is not None and lo == -1 and missing[i]:
+            _fail(f"{field}.missing_left[{i}]", "a leaf routes no missing values (must be false)")
         _number(threshold[i], f"{field}.threshold[{i}]", "threshold")
-        _int(leaf_class[i], f"{field}.leaf_class[{i}]", 0, n_classes - 1, "class index")
+        if value:
+            if _int(leaf_class[i], f"{field}.leaf_class[{i}]", 0, MAX_CLASSES, "class index") != 0:
+                _fail(f"{field}.leaf_class[{i}]", "a value tree has leaf_class 0 at every node")
+        else:
+            _int(leaf_class[i], f"{field}.leaf_class[{i}]", 0, n_classes - 1, "class index")
         row = _list(weights[i], f"{field}.weights[{i}]", n_features, n_features)
         for j in range(n_features):
             _number(row[j], f"{field}.weights[{i}][{j}]", "weight")
@@ -210,6 +237,54 @@ def check_tree(t, n_features: int, n_classes: int, field: str) -> None:
         _fail(field, f"node {seen.index(0)} is not reachable from the root")
 
 
+def check_boost(boost, n_trees: int, task: str, n_classes: int, field: str = "boost") -> None:
+    """The ``boost`` object of a model with vote ``sum`` (see :mod:`treegen.core.model`)."""
+    boost = _dict(boost, field)
+    _known(boost, BOOST_FIELDS, field)
+    for key in BOOST_FIELDS:
+        _get(boost, key, field)
+    base = _list(boost["base_score"], f"{field}.base_score", 1, MAX_CLASSES)
+    n_out = len(base)
+    for k in range(n_out):
+        _number(base[k], f"{field}.base_score[{k}]", "base score")
+    if task == "regression" and n_out != 1:
+        _fail(f"{field}.base_score", f"a regression model has one output, not {n_out}")
+    if task == "classification" and n_out == 1 and n_classes != 2:
+        _fail(f"{field}.base_score", f"one output (binary) needs 2 classes, the model has {n_classes}")
+    if task == "classification" and n_out > 1 and n_out != n_classes:
+        _fail(f"{field}.base_score", f"{n_out} outputs for {n_classes} classes (one output per class, or one "
+                                     f"for 2 classes)")
+    outputs = _list(boost["tree_output"], f"{field}.tree_output", n_trees, n_trees)
+    for k in range(n_trees):
+        out = _int(outputs[k], f"{field}.tree_output[{k}]", 0, MAX_CLASSES, "output index")
+        if out >= n_out:
+            _fail(f"{field}.tree_output[{k}]", f"output index {out} is out of range 0..{n_out - 1}")
+    if boost["link"] not in LINKS:
+        _fail(f"{field}.link", f"must be one of {', '.join(LINKS)}, got {boost['link']!r}")
+    if task == "regression" and boost["link"] != "identity":
+        _fail(f"{field}.link", f"a regression model's link is identity, not {boost['link']!r}")
+    if boost["link"] == "softmax" and n_out < 2:
+        _fail(f"{field}.link", "softmax needs two or more outputs")
+    if boost["sum_dtype"] not in SUM_DTYPES:
+        _fail(f"{field}.sum_dtype", f"must be one of {', '.join(SUM_DTYPES)}, got {boost['sum_dtype']!r}")
+
+
+def check_task_vote(task, vote: str, has_boost: bool) -> None:
+    """The combinations of ``task``, ``vote`` and ``boost`` a model may have."""
+    if task not in TASKS:
+        _fail("task", f"must be one of {', '.join(TASKS)}, got {task!r}")
+    if vote not in VOTES:
+        _fail("vote", f"must be one of {', '.join(VOTES)}, got {vote!r}")
+    if task == "regression" and vote not in VALUE_VOTES:
+        _fail("vote", f"a regression model combines its trees by 'mean' or 'sum', not {vote!r}")
+    if task == "classification" and vote == "mean":
+        _fail("vote", "'mean' combines regression trees (a classification model votes hard, soft or sum)")
+    if vote == "sum" and not has_boost:
+        _fail("boost", "missing (a model with vote 'sum' needs its base scores, tree outputs, link and sum dtype)")
+    if vote != "sum" and has_boost:
+        _fail("boost", f"only a model with vote 'sum' has boost parameters (this one votes {vote!r})")
+
+
 def check_model_dict(d) -> None:
     """Raise :class:`ModelFileError` ``<field>: <problem>`` at the first invalid field of a model file."""
     if not isinstance(d, dict) or d.get("format") != FORMAT:
@@ -219,14 +294,20 @@ def check_model_dict(d) -> None:
         raise ModelFileError(
             f"unsupported model format version {version!r} (this treegen reads version {FORMAT_VERSION})")
     _known(d, MODEL_FIELDS, "")
-    if "vote" in d and d["vote"] not in VOTES:
-        _fail("vote", f"must be one of {', '.join(VOTES)}, got {d['vote']!r}")
+    task = d.get("task", "classification")
+    vote = d.get("vote", "hard")
+    check_task_vote(task, vote, d.get("boost") is not None)
     if d.get("input_contract") is not None and d["input_contract"] not in CONTRACTS:
         _fail("input_contract", f"must be one of {', '.join(CONTRACTS)} or null, got {d['input_contract']!r}")
     names = _list(_get(d, "feature_names", ""), "feature_names", 1, MAX_FEATURES)
     for j, name in enumerate(names):
         _name(name, f"feature_names[{j}]", "feature name")
-    classes = _list(_get(d, "classes", ""), "classes", 1, MAX_CLASSES)
+    if task == "regression":
+        classes = _list(_get(d, "classes", ""), "classes", 0, MAX_CLASSES)
+        if classes:
+            _fail("classes", f"a regression model has no class labels, got {len(classes)}")
+    else:
+        classes = _list(_get(d, "classes", ""), "classes", 1, MAX_CLASSES)
     seen = set()
     for i, c in enumerate(classes):
         where = f"classes[{i}]"
@@ -245,6 +326,8 @@ def check_model_dict(d) -> None:
     check_scaling(_get(d, "scaling", ""), len(names))
     trees = _list(_get(d, "trees", ""), "trees", 1, MAX_TREES)
     for k, t in enumerate(trees):
-        check_tree(t, len(names), len(classes), f"trees[{k}]")
+        check_tree(t, len(names), len(classes), f"trees[{k}]", value=vote in VALUE_VOTES)
+    if vote == "sum":
+        check_boost(d["boost"], len(trees), task, len(classes))
     if d.get("metadata") is not None:
         check_metadata(d["metadata"])

@@ -17,10 +17,24 @@ A binary decision tree is stored as flat node arrays (node 0 is the root):
                  imported from a float32 model (scikit-learn): the test is then defined as
                  ``float32(x_raw[f]) <= raw_threshold`` (0 for leaves). ``threshold`` still holds its
                  image on the normalised Q15 grid (what the q15 export compares).
+``leaf_value``   optional float64 ``(n_nodes,)`` (``None`` for classification trees): the output of
+                 each leaf of a *value tree* (regression: the mean target of the training rows at the
+                 node; an imported boosted tree: its additive leaf value, learning rate folded in);
+                 informative on internal nodes. A value tree has ``class_counts`` of shape
+                 ``(n_nodes, 1)`` (training rows reaching the node; zeros for an imported tree without
+                 counts) and ``leaf_class`` all 0.
+``missing_left`` optional bool ``(n_nodes,)`` (``None``: a NaN input is an error): where a NaN input
+                 goes at each internal node (an imported model whose library routes missing values:
+                 XGBoost, LightGBM, HistGradientBoosting default directions); ``False`` on leaves.
 
 The test of an internal node is ``w . x <= threshold`` -> left child, otherwise right child
 (the scikit-learn convention). Inputs ``x`` are the model's *normalised* features in [0, 1)
-(see :mod:`treegen.core.scaling`).
+(see :mod:`treegen.core.scaling`). With ``missing_left``, a row whose test features (the non-zero
+weights of the node) include a NaN goes left where ``missing_left`` is true, else right.
+
+A library's ``x < t`` on float32 ``x`` is stored exactly as ``x <= nextafter(float32(t), -inf)``; a
+double threshold ``t`` compared with float32 ``x`` as ``x <= float32-round-down(t)``
+(:func:`float32_below`, :func:`float32_floor`).
 """
 
 from __future__ import annotations
@@ -43,6 +57,8 @@ class Tree:
     leaf_class: np.ndarray
     class_counts: np.ndarray
     raw_threshold: np.ndarray | None = None
+    leaf_value: np.ndarray | None = None
+    missing_left: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.weights = np.ascontiguousarray(self.weights, dtype=np.float64)
@@ -53,6 +69,10 @@ class Tree:
         self.class_counts = np.ascontiguousarray(self.class_counts, dtype=np.int64)
         if self.raw_threshold is not None:
             self.raw_threshold = np.ascontiguousarray(self.raw_threshold, dtype=np.float64)
+        if self.leaf_value is not None:
+            self.leaf_value = np.ascontiguousarray(self.leaf_value, dtype=np.float64)
+        if self.missing_left is not None:
+            self.missing_left = np.ascontiguousarray(self.missing_left, dtype=bool)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -67,7 +87,25 @@ class Tree:
             class_counts=np.zeros((1, n_classes), dtype=np.int64),
         )
 
+    @classmethod
+    def value_leaf(cls, n_features: int, value: float, count: int = 0) -> "Tree":
+        """A value tree with a single leaf of output ``value`` (``count`` training rows)."""
+        return cls(
+            weights=np.zeros((1, n_features)),
+            threshold=np.zeros(1),
+            left=np.full(1, LEAF),
+            right=np.full(1, LEAF),
+            leaf_class=np.zeros(1),
+            class_counts=np.array([[count]], dtype=np.int64),
+            leaf_value=np.array([value], dtype=np.float64),
+        )
+
     # ------------------------------------------------------------------ shape
+    @property
+    def is_value_tree(self) -> bool:
+        """The tree outputs a number per leaf (``leaf_value``), not a class."""
+        return self.leaf_value is not None
+
     @property
     def n_nodes(self) -> int:
         return int(self.left.shape[0])
@@ -169,6 +207,8 @@ class Tree:
             raise TreegenError(f"node {int(np.flatnonzero(~seen)[0])} is not reachable from the root")
         if np.any(self.weights[leaf_l] != 0) or np.any(self.threshold[leaf_l] != 0):
             raise TreegenError("a leaf has non-zero test coefficients")
+        if self.leaf_value is not None and np.any(self.leaf_class != 0):
+            raise TreegenError("a value tree has leaf_class 0 at every node")
         if np.any((self.leaf_class < 0) | (self.leaf_class >= self.n_classes)):
             raise TreegenError("leaf class index out of range")
         if self.raw_threshold is not None:
@@ -180,6 +220,19 @@ class Tree:
             w = self.weights[internal]
             if np.any(np.count_nonzero(w, axis=1) != 1) or np.any(w.sum(axis=1) <= 0):
                 raise TreegenError("raw thresholds need axis tests with one positive weight")
+        if self.leaf_value is not None:
+            if self.leaf_value.shape != (n,):
+                raise TreegenError(f"tree array leaf_value has shape {self.leaf_value.shape}, expected ({n},)")
+            if not np.all(np.isfinite(self.leaf_value)):
+                raise TreegenError("tree has non-finite leaf values")
+            if self.class_counts.shape[1] != 1:
+                raise TreegenError(f"a value tree has one count column (rows per node), not "
+                                   f"{self.class_counts.shape[1]}")
+        if self.missing_left is not None:
+            if self.missing_left.shape != (n,):
+                raise TreegenError(f"tree array missing_left has shape {self.missing_left.shape}, expected ({n},)")
+            if np.any(self.missing_left[leaf_l]):
+                raise TreegenError("a leaf has missing_left set (only internal nodes route missing values)")
         return self
 
     # ------------------------------------------------------------------ inference
@@ -190,9 +243,17 @@ class Tree:
             raise TreegenError(f"expected {self.n_features} features, got array of shape {X.shape}")
         node = np.zeros(X.shape[0], dtype=np.int64)
         active = np.flatnonzero(self.left[node] != LEAF)
+        routed = self.missing_left is not None
         while active.size:
             cur = node[active]
-            go_left = np.einsum("ij,ij->i", X[active], self.weights[cur]) <= self.threshold[cur]
+            if routed:
+                Xa = X[active]
+                missing = np.isnan(Xa)
+                missing_row = np.any(missing & (self.weights[cur] != 0), axis=1)
+                go_left = np.einsum("ij,ij->i", np.where(missing, 0.0, Xa), self.weights[cur]) <= self.threshold[cur]
+                go_left = np.where(missing_row, self.missing_left[cur], go_left)
+            else:
+                go_left = np.einsum("ij,ij->i", X[active], self.weights[cur]) <= self.threshold[cur]
             node[active] = np.where(go_left, self.left[cur], self.right[cur])
             active = active[self.left[node[active]] != LEAF]
         return node
@@ -211,7 +272,8 @@ class Tree:
 
     def apply_raw(self, X_raw: np.ndarray) -> np.ndarray:
         """Leaf reached by every row of *raw* inputs under the source semantics of
-        ``raw_threshold``: ``float32(x[f]) <= raw_threshold`` -> left (scikit-learn's test)."""
+        ``raw_threshold``: ``float32(x[f]) <= raw_threshold`` -> left (scikit-learn's test); a NaN
+        ``x[f]`` goes where ``missing_left`` says (right when the tree has no ``missing_left``)."""
         if self.raw_threshold is None:
             raise TreegenError("tree has no raw thresholds")
         X = np.asarray(X_raw, dtype=np.float64)
@@ -224,10 +286,22 @@ class Tree:
         active = np.flatnonzero(self.left[node] != LEAF)
         while active.size:
             cur = node[active]
-            go_left = X[active, feat[cur]] <= self.raw_threshold[cur]
+            xf = X[active, feat[cur]]
+            go_left = xf <= self.raw_threshold[cur]
+            if self.missing_left is not None:
+                go_left = np.where(np.isnan(xf), self.missing_left[cur], go_left)
             node[active] = np.where(go_left, self.left[cur], self.right[cur])
             active = active[self.left[node[active]] != LEAF]
         return node
+
+    def predict_value(self, X: np.ndarray) -> np.ndarray:
+        """Leaf value (float64) of the leaf every row of normalised inputs ``X`` reaches (a value tree)."""
+        return self._values()[self.apply(X)]
+
+    def _values(self) -> np.ndarray:
+        if self.leaf_value is None:
+            raise TreegenError("a classification tree has no leaf values")
+        return self.leaf_value
 
     def leaf_probabilities(self) -> np.ndarray:
         """Class probabilities of every node: count frequencies (float64), one-hot of ``leaf_class``
@@ -251,7 +325,9 @@ class Tree:
 
         Each internal node ``t`` contributes its weighted impurity decrease
         ``N_t*i(t) - N_left*i(left) - N_right*i(right)`` (``N`` = training rows reaching the node,
-        ``i`` = Gini or entropy of its class counts), shared among the features in proportion to
+        ``i`` = Gini or entropy of its class counts; for a value tree always the squared error, whose
+        decrease is ``N_left*(v_left - v_t)**2 + N_right*(v_right - v_t)**2`` with ``v`` the nodes' mean
+        values ``leaf_value``: scikit-learn's ``squared_error`` importances), shared among the features in proportion to
         ``|w_a|`` of its test (on the normalised inputs the tree computes with). An axis-parallel test has
         one non-zero weight, so the whole decrease goes to its feature: scikit-learn's
         ``feature_importances_`` (mean decrease in impurity). For an oblique test the share of a
@@ -259,6 +335,8 @@ class Tree:
         """
         if criterion not in ("gini", "entropy"):
             raise TreegenError(f"unknown impurity criterion {criterion!r} (gini or entropy)")
+        if self.leaf_value is not None:
+            return self._value_importances()
         counts = self.class_counts.astype(np.float64)
         n = counts.sum(axis=1)
         p = np.divide(counts, n[:, None], out=np.zeros_like(counts), where=n[:, None] > 0)
@@ -276,6 +354,19 @@ class Tree:
         total = out.sum()
         return out / total if total > 0 else out
 
+    def _value_importances(self) -> np.ndarray:
+        n = self.class_counts[:, 0].astype(np.float64)
+        v = self.leaf_value
+        out = np.zeros(self.n_features)
+        for t in np.flatnonzero(self.left != LEAF):
+            l, r = self.left[t], self.right[t]
+            decrease = n[l] * (v[l] - v[t]) ** 2 + n[r] * (v[r] - v[t]) ** 2
+            w = np.abs(self.weights[t])
+            if w.sum() > 0:
+                out += decrease * w / w.sum()
+        total = out.sum()
+        return out / total if total > 0 else out
+
     @property
     def has_class_counts(self) -> bool:
         """The tree carries training class counts (its root saw rows)."""
@@ -287,6 +378,8 @@ class Tree:
             self.weights.copy(), self.threshold.copy(), self.left.copy(), self.right.copy(),
             self.leaf_class.copy(), self.class_counts.copy(),
             None if self.raw_threshold is None else self.raw_threshold.copy(),
+            None if self.leaf_value is None else self.leaf_value.copy(),
+            None if self.missing_left is None else self.missing_left.copy(),
         )
 
     def compact(self) -> "Tree":
@@ -300,13 +393,18 @@ class Tree:
             self.weights[order], self.threshold[order], left, right,
             self.leaf_class[order], self.class_counts[order],
             None if self.raw_threshold is None else self.raw_threshold[order],
+            None if self.leaf_value is None else self.leaf_value[order],
+            None if self.missing_left is None else self.missing_left[order],
         ).validate()
 
     def refit_counts(self, X: np.ndarray, y: np.ndarray, relabel: bool = True) -> "Tree":
         """Recompute ``class_counts`` from data; optionally set leaf classes to the majority.
 
-        Ties go to the lowest class index; an empty leaf keeps its class.
+        Ties go to the lowest class index; an empty leaf keeps its class. A value tree: use
+        :meth:`refit_values`.
         """
+        if self.leaf_value is not None:
+            raise TreegenError("a value tree is refitted with refit_values, not refit_counts")
         counts = np.zeros_like(self.class_counts)
         leaves = self.apply(X)
         np.add.at(counts, (leaves, np.asarray(y, dtype=np.int64)), 1)
@@ -317,6 +415,26 @@ class Tree:
         if relabel:
             nonempty = counts.sum(axis=1) > 0
             self.leaf_class = np.where(nonempty, counts.argmax(axis=1), self.leaf_class).astype(np.int32)
+        return self
+
+    def refit_values(self, X: np.ndarray, y: np.ndarray) -> "Tree":
+        """Recompute a value tree's row counts and node values from data: every node's value becomes
+        the float64 mean (``np.mean``) of the targets ``y`` of the rows reaching it, in row order; a
+        node no row reaches keeps its value."""
+        values = self._values().copy()
+        y = np.asarray(y, dtype=np.float64)
+        leaves = self.apply(X)
+        order = np.argsort(leaves, kind="stable")
+        bounds = np.searchsorted(leaves[order], np.arange(self.n_nodes + 1))
+        rows = [order[bounds[node]:bounds[node + 1]] for node in range(self.n_nodes)]
+        for node in reversed(self.preorder()):
+            if self.left[node] != LEAF:
+                rows[node] = np.sort(np.concatenate([rows[self.left[node]], rows[self.right[node]]]))
+        for node in range(self.n_nodes):
+            if rows[node].size:
+                values[node] = float(np.mean(y[rows[node]]))
+        self.class_counts = np.array([[r.size] for r in rows], dtype=np.int64)
+        self.leaf_value = values
         return self
 
     # ------------------------------------------------------------------ comparison / serialisation
@@ -332,11 +450,14 @@ class Tree:
             and np.array_equal(self.class_counts, other.class_counts)
             and (self.raw_threshold is None) == (other.raw_threshold is None)
             and (self.raw_threshold is None or np.array_equal(self.raw_threshold, other.raw_threshold))
+            and _same_optional(self.leaf_value, other.leaf_value)
+            and _same_optional(self.missing_left, other.missing_left)
         )
 
     def to_dict(self) -> dict:
         """JSON-ready dict. Floats are written with ``repr`` precision, so the round trip is exact.
-        ``raw_threshold`` is written only when present (older files and their hashes are unchanged)."""
+        ``raw_threshold``, ``leaf_value`` and ``missing_left`` are written only when present (older
+        files and their hashes are unchanged)."""
         d = {
             "n_features": self.n_features,
             "n_classes": self.n_classes,
@@ -349,6 +470,10 @@ class Tree:
         }
         if self.raw_threshold is not None:
             d["raw_threshold"] = self.raw_threshold.tolist()
+        if self.leaf_value is not None:
+            d["leaf_value"] = self.leaf_value.tolist()
+        if self.missing_left is not None:
+            d["missing_left"] = self.missing_left.tolist()
         return d
 
     @classmethod
@@ -367,7 +492,33 @@ class Tree:
                 class_counts=counts,
                 raw_threshold=(None if d.get("raw_threshold") is None
                                else np.array(d["raw_threshold"], dtype=np.float64)),
+                leaf_value=(None if d.get("leaf_value") is None
+                            else np.array(d["leaf_value"], dtype=np.float64)),
+                missing_left=(None if d.get("missing_left") is None
+                              else np.array(d["missing_left"], dtype=bool)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise TreegenError(f"malformed tree: {exc}") from None
         return tree.validate()
+
+
+def _same_optional(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return (a is None) == (b is None) and (a is None or np.array_equal(a, b))
+
+
+def float32_below(t: float) -> float:
+    """The float32 threshold ``t'`` with ``x <= t'`` == ``x < float32(t)`` for every float32 ``x``
+    (a library's strict test, stored in treegen's ``<=`` convention): ``nextafter(float32(t), -inf)``."""
+    with np.errstate(over="ignore"):
+        t32 = np.float32(t)
+    return float(np.nextafter(t32, np.float32(-np.inf)))
+
+
+def float32_floor(t: float) -> float:
+    """The largest float32 ``<= t`` (a double threshold compared with float32 inputs: ``x <= t`` ==
+    ``x <= float32_floor(t)`` for every float32 ``x``)."""
+    with np.errstate(over="ignore"):
+        t32 = np.float32(t)
+    if float(t32) > t:
+        t32 = np.nextafter(t32, np.float32(-np.inf))
+    return float(t32)
