@@ -42,6 +42,7 @@ from treegen.core.errors import TreegenError
 LEAF = -1
 LINKS = ("identity", "logistic", "softmax")
 SUM_DTYPES = {"float32": np.float32, "float64": np.float64}
+F32_MAX = float(np.finfo(np.float32).max)
 
 __all__ = ["ImportedTree", "ImportedEnsemble", "le_threshold", "f32_round_down"]
 
@@ -222,10 +223,13 @@ class ImportedEnsemble:
         return self.raw(X)[:, 0].astype(np.float64)
 
     def le_thresholds(self, tree: ImportedTree) -> np.ndarray:
-        """The tree's tests in treegen's form ``float32(x) <= t32`` (0 at leaves)."""
+        """The tree's tests in treegen's form ``float32(x) <= t32`` (0 at leaves). An infinite library
+        threshold (LightGBM and HistGradientBoosting write ``+inf`` for "every finite value left") is
+        stored as the largest finite float32 (``-inf``: its negative): the same branch for every
+        finite float32 input but that extreme one, and NaN is routed apart."""
         out = np.zeros(tree.n_nodes)
         for node in np.flatnonzero(tree.left != LEAF):
-            out[node] = le_threshold(float(tree.threshold[node]), self.op)
+            out[node] = np.clip(le_threshold(float(tree.threshold[node]), self.op), -F32_MAX, F32_MAX)
         return out
 
     def split_points(self) -> list[tuple[int, float]]:

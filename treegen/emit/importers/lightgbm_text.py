@@ -34,7 +34,7 @@ IDENTITY_OBJECTIVES = ("regression", "regression_l2", "regression_l1", "huber", 
                        "l2", "l1", "mse", "mae")
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 
-__all__ = ["parse_lightgbm", "load_lightgbm_text"]
+__all__ = ["from_lightgbm", "parse_lightgbm", "load_lightgbm_text"]
 
 
 def load_lightgbm_text(source) -> str:
@@ -206,3 +206,27 @@ def sigmoid_decision_margin() -> float:
         else:
             lo = mid
     return float(np.int64(lo).view(np.float64))
+
+
+def from_lightgbm(model, X=None, feature_names=None, classes=None):
+    """Import a LightGBM model as a treegen :class:`~treegen.core.model.Model` (vote "sum", double sums).
+
+    Parameters
+    ----------
+    model : LGBMClassifier, LGBMRegressor, Booster, a path to a model text file, or the model text
+    X : array-like, optional
+        Data the model will see: fits the input scaling of the q15 export (else the thresholds' range).
+    feature_names, classes : optional
+        Default to the model's feature names and classes (``classes_`` or ``0..K-1``).
+
+    Returns
+    -------
+    Model
+        ``decision_function`` == ``Booster.predict(raw_score=True)`` bit for bit for every float32
+        input; ``predict`` == ``LGBMClassifier.predict`` except for raw scores in
+        (0, ``metadata["decision_margin"]``] (see :mod:`treegen.emit.importers.value_model`).
+    """
+    from treegen.emit.importers.value_model import ensemble_to_model
+    ens = parse_lightgbm(model, classes=classes)
+    return ensemble_to_model(ens, X=X, feature_names=feature_names,
+                             algorithm=f"lightgbm-{ens.metadata['objective'].split()[0]}")

@@ -100,7 +100,9 @@ def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = No
     Parameters
     ----------
     estimator : DecisionTreeClassifier or RandomForestClassifier (or ExtraTreesClassifier)
-        Fitted, single-output.
+        Fitted, single-output. Also a regressor or gradient-boosting model
+        (:data:`~treegen.emit.importers.sklearn_values.VALUE_ESTIMATORS`): imported as value trees by
+        :mod:`treegen.emit.importers.sklearn_values` (vote "mean" / "sum"; ``vote`` must be None).
     feature_names : list of str, optional
         Defaults to the estimator's ``feature_names_in_`` (fitted on a DataFrame) or ``x0, x1, ...``.
     X : array-like of shape (n_samples, n_features), optional
@@ -124,6 +126,18 @@ def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = No
     >>> (model.predict(X) == clf.predict(X)).all()                                  # doctest: +SKIP
     """
     sklearn, tree_cls, forest_cls = _require_sklearn()
+    from treegen.emit.importers.sklearn_values import VALUE_ESTIMATORS
+    if type(estimator).__name__ in VALUE_ESTIMATORS:   # regressors and gradient boosting: value trees
+        from treegen.emit.importers.sklearn_values import parse_sklearn_values
+        from treegen.emit.importers.value_model import ensemble_to_model
+        if vote is not None:
+            raise TreegenError(f"vote does not apply to {type(estimator).__name__} (its trees are summed/averaged)")
+        if input_contract not in CONTRACT_CHOICES:
+            raise TreegenError(f"unknown input contract {input_contract!r} (choose from {', '.join(CONTRACT_CHOICES)})")
+        model = ensemble_to_model(parse_sklearn_values(estimator), X=X, feature_names=feature_names,
+                                  algorithm=f"sklearn-{type(estimator).__name__}")
+        model.metadata["params"] = {k: v for k, v in estimator.get_params().items() if _is_plain(v)}
+        return model
     if isinstance(estimator, forest_cls):
         kind = "forest"
         if not hasattr(estimator, "estimators_"):
@@ -137,7 +151,7 @@ def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = No
     else:
         raise TreegenError(
             f"cannot import {type(estimator).__name__}: supported are scikit-learn DecisionTreeClassifier, "
-            "RandomForestClassifier and ExtraTreesClassifier")
+            "RandomForestClassifier, ExtraTreesClassifier, " + ", ".join(VALUE_ESTIMATORS))
     if vote is None:
         vote = "soft" if kind == "forest" else "hard"
     if vote not in ("soft", "hard"):

@@ -15,8 +15,8 @@ What scikit-learn computes (checked bit for bit against ``predict`` / ``decision
 * ``HistGradientBoosting*``: the input stays a double (a float32 input exactly), ``x <= t`` with
   ``t`` a double, NaN -> ``missing_go_to_left``; leaf values already carry the learning rate;
   ``raw = baseline`` then each iteration's tree per class, in double; binary: class 1 iff ``raw > 0``.
-  A split whose threshold is ``+inf`` (every finite value left) is stored with the largest float32:
-  only an input of exactly ``+inf`` would go the other way.
+  A split whose threshold is ``+inf`` (every finite value left) is stored with the largest float32
+  (:meth:`ImportedEnsemble.le_thresholds`): only an input of exactly ``+inf`` would go the other way.
 
 Refused: custom ``init`` estimators, the ``exponential`` loss, log-link losses (poisson, gamma),
 categorical features of HistGradientBoosting, multi-output models.
@@ -140,7 +140,6 @@ def _hist(est, n_features, names, meta) -> ImportedEnsemble:
             nodes = pred.nodes
             leaf = nodes["is_leaf"].astype(bool)
             thr = nodes["num_threshold"].astype(np.float64)
-            thr = np.where(np.isposinf(thr), float(np.finfo(np.float32).max), thr)
             if np.any(nodes["is_categorical"][~leaf]):
                 raise TreegenError("HistGradientBoosting categorical splits cannot be imported")
             left = nodes["left"].astype(np.int64)

@@ -45,7 +45,7 @@ OBJECTIVES = {
     "reg:quantileerror": ("regression", "identity"),
 }
 
-__all__ = ["parse_xgboost", "load_xgboost_json"]
+__all__ = ["from_xgboost", "parse_xgboost", "load_xgboost_json"]
 
 
 def _require_xgboost(why: str):
@@ -263,3 +263,26 @@ def _decision_margin(doc, booster, n_features) -> float | None:
             return 0.0
         lo, hi = int(below.max()), int(above.min())
     return float(np.int32(lo).view(np.float32))
+
+
+def from_xgboost(model, X=None, feature_names=None, classes=None):
+    """Import an XGBoost model as a treegen :class:`~treegen.core.model.Model` (vote "sum", float32 sums).
+
+    Parameters
+    ----------
+    model : XGBClassifier, XGBRegressor, Booster, dict (the JSON document) or a path (.json / .ubj)
+    X : array-like, optional
+        Data the model will see: fits the input scaling of the q15 export (else the thresholds' range).
+    feature_names, classes : optional
+        Default to the model's feature names (``x0, x1, ...``) and classes (``classes_`` or ``0..K-1``).
+
+    Returns
+    -------
+    Model
+        ``decision_function`` == ``Booster.predict(output_margin=True)`` bit for bit for every float32
+        input (NaN routed by the default directions); ``predict`` == ``XGBClassifier.predict`` except
+        for margins in (0, ``metadata["decision_margin"]``] (see :mod:`treegen.emit.importers.value_model`).
+    """
+    from treegen.emit.importers.value_model import ensemble_to_model
+    ens = parse_xgboost(model, classes=classes)
+    return ensemble_to_model(ens, X=X, feature_names=feature_names, algorithm=f"xgboost-{ens.metadata['objective']}")
