@@ -27,7 +27,7 @@ from treegen.core.scaling import Q15_ONE, InputScaling
 from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
 from treegen.emit.importers.ensemble import ImportedEnsemble
-from treegen.emit.importers.sklearn import _choose_scaling, _grid_threshold
+from treegen.emit.importers.grid import _choose_scaling, _grid_threshold
 
 __all__ = ["ensemble_to_model", "library_decision"]
 
