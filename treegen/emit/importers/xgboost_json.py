@@ -159,7 +159,7 @@ def parse_xgboost(source, classes=None) -> ImportedEnsemble:
     if names is not None and len(names) != n_features:
         names = None
     meta = {
-        "source": f"XGBoost {doc.get('version', '?')}".replace("[", "").replace("]", ""),
+        "source": "XGBoost " + (".".join(map(str, doc["version"])) if isinstance(doc.get("version"), list) else "?"),
         "objective": objective,
         "base_margin": how,
     }
