@@ -45,6 +45,10 @@ def test_import_xgboost_and_lightgbm_files(files, capsys):
         model = load(d / f"{src}.model.json")
         assert np.array_equal(model.predict(X), est.predict(X))
         assert model.scaling.method == "minmax" and model.handles_missing
+    code, out, err = run_cli(capsys, ["export", d / "x.json.model.json", "--target", "cortex-m4", "--dtype", "f32",
+                                      "-o", d / "x_c", "--data", d / "train.csv"])
+    assert code == 0, err
+    assert "exact           yes" in out and "raw scores bit-equal on 100.00 % of 190 rows, classes 100.00 %" in out
 
 
 def test_pickles_need_trust(files, capsys):

@@ -147,6 +147,9 @@ def cmd_export(args) -> int:
     _print_linked(rep)
     agr = rep.agreement
     if agr is not None:
+        if "raw_bit_equal" in agr:       # boosted (vote sum) models: the C mirror's raw scores vs the model's
+            cls = f", classes {100 * agr['class_agreement']:.2f} %" if "class_agreement" in agr else ""
+            print(f"agreement       raw scores bit-equal on {100 * agr['raw_bit_equal']:.2f} % of {agr['rows']} rows{cls}")
         if "fixed_vs_float" in agr:
             print(f"agreement       {100 * agr['fixed_vs_float']:.2f} % fixed-point vs float  ({agr['rows']} rows)")
         if "accuracy_float" in agr:

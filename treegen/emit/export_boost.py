@@ -110,8 +110,11 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
         name=ident, target=tgt.name, layout="table", dtype="f32", variant="scalar", model_hash=model.hash(),
         files=[str(p) for p in texts], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
         acc_bits=None, exact=exact, unresolved_rows=[],
-        field_types={"feature": ctx["feat_c"], "child": ctx["right_c"]}, estimated_bytes=estimated,
+        field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]}, estimated_bytes=estimated,
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
+        flash_bytes_inference=None if size["flash_bytes"] is None else int(sum(
+            v for k, v in size["sections"].items() if k.startswith((".text", ".rodata", ".data", ".sdata"))
+            and "class_labels" not in k and ".str" not in k)),
         size_note=size["note"], agreement=agreement, notes=notes,
         vote=f"sum ({tb.sum_dtype}, link {model.boost['link']})", input_contract="float32", guarantee=guarantee,
         linked_note="not linked (boosted export: the object is measured)")
