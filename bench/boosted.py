@@ -22,7 +22,7 @@ classifier and one regressor, the C on qemu-m4 (mps2-an386) on the test rows, ra
 
 ``peers``: a ``--trees``-tree XGBoost binary classifier (breast_cancer; ``base_score=0.5`` given,
 which m2cgen 0.10 needs), a LightGBM binary classifier (breast_cancer) and an XGBoost multiclass
-classifier (wine: micromlgen ports only multiclass XGBoost), each exported by treegen (f32), m2cgen
+classifier (wine, ``base_score=0.5`` too; micromlgen ports only multiclass XGBoost), each exported by treegen (f32), m2cgen
 (double) and micromlgen (float, XGBoost multiclass only): flash added to a linked image
 (arm-none-eabi-gcc -Os, --gc-sections; library helpers included), instructions per inference on QEMU
 mps2-an386 with -icount, agreement with the library's ``predict`` on test, random and threshold rows.
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench" / "qemu"))
 sys.path.insert(0, str(REPO / "bench"))
 import harness  # noqa: E402
-from peers import C_TYPES, c_literal, peer_c, tool_version  # noqa: E402
+from peers import c_literal, peer_c, tool_version  # noqa: E402
 
 CLS_SETS = ("breast_cancer", "wine", "iris", "digits", "wide", "pid")
 REG_SETS = ("diabetes", "friedman1", "wide_reg")
@@ -366,7 +366,7 @@ def run_peers(args) -> int:
                                                                        n_jobs=1, verbose=-1, random_state=0),
          ["treegen-table-f32", "m2cgen-double"]),
         ("wine", "XGBClassifier-multiclass", lambda: xgb.XGBClassifier(n_estimators=args.trees, max_depth=4,
-                                                                       n_jobs=1, random_state=0),
+                                                                       base_score=0.5, n_jobs=1, random_state=0),
          ["treegen-table-f32", "m2cgen-double", "micromlgen-float"]),
     ]
     for ds, fam, make, impls in cases:
@@ -379,7 +379,6 @@ def run_peers(args) -> int:
         expect = {k: np.searchsorted(est.classes_, est.predict(v)) for k, v in rs.items()}
         key = f"{ds}/{fam}/{args.trees}"
         report["models"][key] = {"trees": len(model.trees), "rows": {k: int(len(v)) for k, v in rs.items()}}
-        n = X.shape[1]
         for impl in impls:
             d = work / key.replace("/", "_") / impl
             d.mkdir(parents=True, exist_ok=True)

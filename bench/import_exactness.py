@@ -178,8 +178,8 @@ def host_agreement(sources, config: str, extra: list, kind: str, model, sets: di
             cmd = ["gcc", "-O2", "-std=c99", f"-I{d}", "-c", str(src), "-o", str(obj)]
         subprocess.run(cmd, check=True, capture_output=True)
         objs.append(obj)
-    subprocess.run(["gcc", "-O2", "-std=c99", f"-I{d}", str(d / "host_driver.c"), *map(str, objs), "-o", str(exe)],
-                   check=True, capture_output=True)
+    subprocess.run(["gcc", "-O2", "-std=c99", f"-I{d}", str(d / "host_driver.c"), *map(str, objs), "-o", str(exe),
+                    "-lm"], check=True, capture_output=True)     # -lm: peers calling exp (boosted models)
     out = {}
     for name, rows in sets.items():
         inputs_for(kind, rows, model).tofile(d / "rows.bin")
