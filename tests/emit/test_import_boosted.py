@@ -226,3 +226,44 @@ def test_le_threshold_exact():
             for v in xs:
                 assert (v <= le_lt) == (float(v) < thr)
                 assert (v <= le_le) == (float(v) <= thr)
+
+
+# ---------------------------------------------------------------------------------------------- ONNX
+def test_onnx_gradient_boosting_bit_equal(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from treegen.emit.importers import from_onnx
+    from treegen.emit.importers.files import import_model
+    from treegen.emit.importers.onnx_ml import onnx_tree_node, parse_onnx
+
+    for name, est in (("bc", E.GradientBoostingClassifier(n_estimators=8, max_depth=2, random_state=0)),
+                      ("iris", E.GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0)),
+                      ("diab", E.GradientBoostingRegressor(n_estimators=8, max_depth=2, random_state=0))):
+        X, y = _data(name)
+        est.fit(X, y)
+        m = skl2onnx.to_onnx(est, X[:1].astype(np.float32),
+                             options={"zipmap": False} if hasattr(est, "classes_") else None)
+        ens = parse_onnx(m)
+        Z = check_rows(ens, X)
+        raw_m = onnx.ModelProto()
+        raw_m.CopyFrom(m)
+        for a in onnx_tree_node(raw_m).attribute:    # the raw scores: post_transform NONE
+            if a.name == "post_transform":
+                a.s = b"NONE"
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        sess = ort.InferenceSession(raw_m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        outs = sess.run(None, {sess.get_inputs()[0].name: Z.astype(np.float32)})
+        ref = outs[0].reshape(len(Z), -1) if ens.task == "regression" else outs[1][:, -ens.n_outputs:]
+        path = tmp_path / f"{name}.onnx"
+        path.write_bytes(m.SerializeToString())
+        model = _roundtrip(import_model(path))
+        mine = (model.decision_function(Z) if ens.task == "classification" else model.predict(Z))
+        mine = np.asarray(mine, dtype=np.float32).reshape(ref.shape)
+        assert np.array_equal(mine.view(np.int32), ref.astype(np.float32).view(np.int32))
+        assert model.to_dict()["trees"] == from_onnx(m).to_dict()["trees"]
+        if ens.task == "classification":
+            sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            label = sess.run(None, {sess.get_inputs()[0].name: Z.astype(np.float32)})[0]
+            assert np.array_equal(model.predict(Z).astype(np.int64), label.astype(np.int64))

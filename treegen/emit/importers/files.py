@@ -6,6 +6,7 @@ content                format                                                   
 JSON with ``learner``  XGBoost JSON model (``Booster.save_model("m.json")``)            :func:`from_xgboost`
 UBJSON ``{`` + marker  XGBoost UBJSON model (``.ubj``; read with xgboost)               :func:`from_xgboost`
 ``tree`` + ``version``  LightGBM model text (``Booster.save_model("m.txt")``)           :func:`from_lightgbm`
+protobuf ``08`` ...    ONNX model with an ONNX-ML tree ensemble (skl2onnx, onnxmltools) :func:`from_onnx`
 pickle / joblib        a fitted scikit-learn / XGBoost / LightGBM estimator: only with  by its type
                        ``trust_pickle=True`` (unpickling runs code from the file)
 =====================  ===============================================================  =================
@@ -21,7 +22,7 @@ from treegen.core.limits import MAX_MODEL_BYTES
 
 __all__ = ["import_model", "sniff_format"]
 
-FORMATS = ("xgboost-json", "xgboost-ubj", "lightgbm", "pickle")
+FORMATS = ("xgboost-json", "xgboost-ubj", "lightgbm", "onnx", "pickle")
 MAX_IMPORT_BYTES = max(MAX_MODEL_BYTES, 256 << 20)
 
 
@@ -36,6 +37,8 @@ def sniff_format(head: bytes) -> str | None:
         return "lightgbm"
     if head[:1] == b"\x80" and head[1:2] in bytes(range(2, 6)):    # pickle protocol 2..5
         return "pickle"
+    if head[:1] == b"\x08" and len(head) > 2 and 1 <= head[1] <= 32 and head[2] in b"\x12\x1a\x22\x2a\x32\x3a\x42":
+        return "onnx"      # ModelProto: ir_version (field 1, a small varint), then another length-delimited field
     if head[:2] in (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda") or head[:3] == b"\x1f\x8b\x08":
         return "pickle"     # a compressed joblib dump
     return None
@@ -65,13 +68,16 @@ def import_model(path, *, trust_pickle: bool = False, X=None, feature_names=None
     if fmt == "lightgbm":
         from treegen.emit.importers.lightgbm_text import from_lightgbm
         return from_lightgbm(path, X=X, feature_names=feature_names)
+    if fmt == "onnx":
+        from treegen.emit.importers.onnx_ml import from_onnx
+        return from_onnx(path, X=X, feature_names=feature_names)
     if fmt == "pickle":
         if not trust_pickle:
             raise TreegenError(f"{path} is a pickle/joblib file: loading it runs code from the file; pass "
                                "--trust-pickle (Python: trust_pickle=True) only for a file you trust")
         return _from_estimator(_unpickle(path), X, feature_names)
     raise TreegenError(f"{path}: not a model file treegen can import (XGBoost JSON/UBJSON, LightGBM model text, "
-                       "or with --trust-pickle a pickled scikit-learn/XGBoost/LightGBM estimator)")
+                       "ONNX, or with --trust-pickle a pickled scikit-learn/XGBoost/LightGBM estimator)")
 
 
 def _unpickle(path: Path):
