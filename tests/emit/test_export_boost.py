@@ -109,7 +109,55 @@ def test_lightgbm_regression_and_histgb_double_sums(tmp_path):
 def test_boosted_export_refusals(tmp_path):
     X, y = _half("bc")
     model = from_xgboost(xgb.XGBClassifier(n_estimators=2, max_depth=1, n_jobs=1).fit(X, y))
-    with pytest.raises(TreegenError, match="exports with --dtype f32"):
-        treegen.export_model(model, tmp_path / "a", target="cortex-m4", dtype="q15", measure=False)
+    with pytest.raises(TreegenError, match="unknown dtype 'q7'"):
+        treegen.export_model(model, tmp_path / "a", target="cortex-m4", dtype="q7", measure=False)
     with pytest.raises(TreegenError, match="table layout"):
         treegen.export_model(model, tmp_path / "a", target="cortex-m4", dtype="f32", layout="unrolled", measure=False)
+
+
+Q15_DRIVER = r"""
+#include <stdio.h>
+#include "{n}.h"
+int main(int argc, char **argv)
+{{
+    FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
+    int16_t q[TG_{N}_N_FEATURES];
+    int32_t raw[TG_{N}_N_OUTPUTS];
+    (void)argc;
+    if (in == NULL || out == NULL) return 2;
+    while (fread(q, sizeof q, 1, in) == 1) {{
+        tg_{n}_raw_q15(q, raw);
+        fwrite(raw, sizeof raw, 1, out);
+    }}
+    fclose(in);
+    return fclose(out) != 0;
+}}
+"""
+
+
+def test_q15_integer_sums_and_the_decision_bound(tmp_path):
+    from treegen.emit.lower_boost import lower_boost_q15, predict_raw_q15
+
+    X, y = _half("bc")
+    est = lgb.LGBMClassifier(n_estimators=20, num_leaves=8, verbose=-1, n_jobs=1).fit(X, y)
+    model = from_lightgbm(est, X=X)
+    rep = treegen.export_model(model, tmp_path / "lq", target="cortex-m4", dtype="q15", name="lq", data=(X, y))
+    assert rep.dtype == "q15" and not rep.exact and rep.agreement["fixed_vs_float"] >= 0.97
+    d = tmp_path / "lq"
+    (d / "drv.c").write_text(Q15_DRIVER.format(n="lq", N="LQ"))
+    subprocess.run(["gcc", *STRICT_CFLAGS, "-O2", "-I", str(d), str(d / "lq.c"), str(d / "drv.c"), "-o",
+                    str(d / "drv")], check=True)
+    rng = np.random.default_rng(5)
+    Q = np.vstack([model.scaling.to_q15(X), rng.integers(0, 32768, size=(3000, X.shape[1]))]).astype(np.int16)
+    Q.tofile(d / "in.bin")
+    subprocess.run([str(d / "drv"), str(d / "in.bin"), str(d / "out.bin")], check=True)
+    c = np.fromfile(d / "out.bin", dtype=np.int32).reshape(len(Q), -1)
+    tq = lower_boost_q15(model)
+    assert np.array_equal(c.astype(np.int64), predict_raw_q15(tq, Q))
+    # the proven bound: outside it the integer class is the grid model's (exact float64 sums of its leaves)
+    Xn = Q.astype(np.float64) / 32768.0
+    leaves = [t.apply(Xn) for t in model.trees]
+    exact = np.array(model.boost["base_score"][0]) + sum(t.leaf_value[lf] for t, lf in zip(model.trees, leaves))
+    far = np.abs(exact) > tq.bound
+    assert far.mean() > 0.9
+    assert np.array_equal((c[far, 0] > 0), (exact[far] > 0))

@@ -152,3 +152,103 @@ def c_float(v: float, double: bool) -> str:
         raise TreegenError("internal error: a non-finite constant in the boosted export")
     text = v.hex()
     return text if double else text + "f"
+
+
+# ---------------------------------------------------------------------------------------------- q15
+INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(eq=False)
+class BoostQ15:
+    """The integer form of a vote-'sum' model for Q15 inputs (``dtype q15``).
+
+    Tests: ``q[f] <= Q`` on the Q15 grid of the model's input scaling (the model's ``threshold``,
+    ``Q = floor(threshold * 32768)``). Leaf values ``v_q = round(v * 2**F)`` (half to even) in
+    ``int32_t``; ``raw_q[k] = base_q[k] + sum of v_q`` in ``int32_t``, which cannot overflow:
+    ``F`` is the largest integer with ``|base_q[k]| + sum over the trees of output k of max |v_q|
+    <= 2**31 - 1``. Each of the ``n_k + 1`` roundings moves the sum by at most ``2**-(F+1)``, so
+    ``|raw_q * 2**-F - raw_grid| <= (n_k + 1) * 2**-(F+1)`` where ``raw_grid`` is the exact sum of the
+    grid model's leaf values; the source library's float sum differs from that exact sum by at most
+    ``sum_err`` (``n_k * u * sum max|v|``, ``u`` = 2^-24 for float32 sums, 2^-53 for double). The
+    class therefore equals the grid model's class unless ``|raw| <= bound`` (one output) or the two
+    largest outputs differ by ``<= 2 * bound``, with ``bound`` = the sum of both terms.
+    """
+
+    feat: np.ndarray        # int64: feature index, leaf_code at leaves
+    thr: np.ndarray         # int64: Q (internal), 0 at leaves
+    right: np.ndarray       # int64: right-child distance (internal) / row of the leaf value (leaves)
+    values: np.ndarray      # int64 (n_values,), int32-valued
+    roots: np.ndarray
+    outputs: np.ndarray
+    base: np.ndarray        # int64 (n_outputs,)
+    frac_bits: int
+    bound: float
+    n_outputs: int
+    feat_bits: int
+    right_bits: int
+    leaf_code: int
+
+
+def lower_boost_q15(model) -> BoostQ15:
+    if model.vote != "sum" or model.boost is None:
+        raise TreegenError("lower_boost_q15 needs a model with vote 'sum'")
+    k_out = model.n_outputs
+    outs = np.asarray(model.boost["tree_output"], dtype=np.int64)
+    base = np.asarray(model.boost["base_score"], dtype=np.float64)
+    max_abs = np.abs(base).copy()
+    n_k = np.zeros(k_out, dtype=np.int64)
+    for tree, k in zip(model.trees, outs):
+        leaves = tree.left == LEAF
+        max_abs[k] += float(np.abs(tree.leaf_value[leaves]).max())
+        n_k[k] += 1
+    worst = float(max_abs.max())
+    F = 62
+    if worst > 0:
+        F = min(62, int(np.floor(np.log2(INT32_MAX / (worst + 1e-300)))) - 1)
+        while F > -64 and np.any(np.abs(np.round(max_abs * 2.0 ** F)) + n_k + 1 > INT32_MAX):
+            F -= 1
+    feat_bits = 8 if model.n_features < 255 else 16
+    leaf_code = (1 << feat_bits) - 1
+    feat, thr, right, values, roots = [], [], [], [], []
+    for tree in model.trees:
+        if tree.preorder() != list(range(tree.n_nodes)):
+            tree = tree.compact()
+        roots.append(len(feat))
+        fidx = np.argmax(tree.weights != 0, axis=1)
+        for i in range(tree.n_nodes):
+            if tree.left[i] == LEAF:
+                feat.append(leaf_code)
+                thr.append(0)
+                right.append(len(values))
+                values.append(int(np.round(float(tree.leaf_value[i]) * 2.0 ** F)))
+            else:
+                feat.append(int(fidx[i]))
+                thr.append(int(np.floor(tree.threshold[i] * 32768.0)))
+                right.append(int(tree.right[i]) - i)
+    u = 2.0 ** -24 if model.boost["sum_dtype"] == "float32" else 2.0 ** -53
+    sum_err = float(np.max(n_k * u * max_abs)) if k_out else 0.0
+    bound = float(np.max((n_k + 1) * 2.0 ** -(F + 1))) + sum_err
+    right_arr = np.asarray(right, dtype=np.int64)
+    return BoostQ15(np.asarray(feat, dtype=np.int64), np.clip(np.asarray(thr, dtype=np.int64), -1, 32767),
+                    right_arr, np.asarray(values, dtype=np.int64), np.asarray(roots, dtype=np.int64), outs,
+                    np.round(base * 2.0 ** F).astype(np.int64), F, bound, k_out, feat_bits,
+                    16 if right_arr.max(initial=0) <= 0xFFFF else 32, leaf_code)
+
+
+def predict_raw_q15(tq: BoostQ15, Q: np.ndarray) -> np.ndarray:
+    """What the q15 C computes: ``(n_rows, n_outputs)`` int64 sums (int32-valued) for Q15 rows."""
+    Q = np.asarray(Q, dtype=np.int64)
+    n = Q.shape[0]
+    acc = np.tile(tq.base, (n, 1))
+    rows = np.arange(n)
+    for root, out in zip(tq.roots, tq.outputs):
+        node = np.full(n, root, dtype=np.int64)
+        live = tq.feat[node] != tq.leaf_code
+        while live.any():
+            r = rows[live]
+            nd = node[r]
+            go_left = Q[r, tq.feat[nd]] <= tq.thr[nd]
+            node[r] = np.where(go_left, nd + 1, nd + tq.right[nd])
+            live = tq.feat[node] != tq.leaf_code
+        acc[:, out] += tq.values[tq.right[node]]
+    return acc
