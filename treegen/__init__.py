@@ -29,6 +29,7 @@ if TYPE_CHECKING:     # the same names, for type checkers and readers (and tests
     from treegen.learn.estimators import (ALGORITHMS, CARTClassifier, DECARTClassifier, DEID3Classifier,
                                           DEPDTClassifier, EFTIClassifier, GPClassifier, ID3Classifier,
                                           RFClassifier, make_estimator)
+    from treegen.learn.regressors import CARTRegressor, RFRegressor, make_regressor
 
 #: public name -> (module, attribute), imported on first use
 _LAZY = {
@@ -37,6 +38,7 @@ _LAZY = {
     **{name: ("treegen.learn.estimators", name) for name in (
         "ALGORITHMS", "CARTClassifier", "DECARTClassifier", "DEID3Classifier", "DEPDTClassifier", "EFTIClassifier",
         "GPClassifier", "ID3Classifier", "RFClassifier", "make_estimator")},
+    **{name: ("treegen.learn.regressors", name) for name in ("CARTRegressor", "RFRegressor", "make_regressor")},
     "evaluate": ("treegen.core.metrics", "evaluate"),
     "cross_validate": ("treegen.learn.cv", "cross_validate"),
     "compare": ("treegen.learn.compare", "compare"),

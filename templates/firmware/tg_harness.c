@@ -44,7 +44,7 @@ static const uint8_t tg_model_hash[32] = TG_GLUE_MODEL_HASH;
 /* BENCH: the row pointer is re-read (volatile) before every call and every result is stored
  * (volatile), so no call can be hoisted out of the loop or dropped, even with LTO. */
 static const int16_t *volatile tg_bench_row;
-static volatile int tg_bench_sink;
+static volatile int32_t tg_bench_sink;
 
 static void tg_send(uint8_t type, uint8_t seq, uint16_t len)
 {
@@ -86,10 +86,12 @@ static int tg_decode_row(const uint8_t *src)
     return ok;
 }
 
-static void tg_put_class(uint8_t *out, int cls)
+static void tg_put_class(uint8_t *out, int32_t cls)
 {
 #if TG_GLUE_CLASS_BYTES == 1
     out[0] = (uint8_t)cls;
+#elif TG_GLUE_CLASS_BYTES == 4
+    tg_put_u32(out, (uint32_t)cls); /* a regression model's value, two's complement */
 #else
     tg_put_u16(out, (uint16_t)cls);
 #endif

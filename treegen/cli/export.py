@@ -104,6 +104,8 @@ def cmd_export(args) -> int:
     _print_library_use(args, out, rep.name)
     print(f"input contract  {rep.input_contract}" + ("  (raw integer inputs; tg_" + rep.name + "_predict rounds others)"
                                                     if rep.input_contract == "integer" and rep.dtype == "q15" else ""))
+    if rep.task == "regression":
+        print(f"values          {rep.values_line}")
     if len(rep.trees) > 1:
         bound = f"; == the float argmax unless two class means differ by <= {rep.soft_vote_bound:.3g}" \
             if rep.soft_vote_bound else ""
@@ -131,6 +133,10 @@ def cmd_export(args) -> int:
         key = "fixed_vs_float" if rep.dtype == "q15" else "f32_vs_float"
         measured = (f"; measured {100 * rep.agreement[key]:.2f} % agreement on the {rep.agreement['rows']} rows of --data"
                     if rep.agreement and key in rep.agreement else "; give --data to measure the agreement")
+        if rep.task == "regression":
+            why.append("leaf values rounded" if rep.dtype == "q15" else "leaf values in float32")
+            measured = ("; value differences measured on --data: see values" if rep.agreement
+                        else "; give --data to measure the value differences")
         print(f"exact           no ({', '.join(why) or 'not proven'}){measured}")
         print(f"guarantee       {rep.guarantee}")
     if rep.dtype == "q15" and rep.agreement is not None:
@@ -146,10 +152,17 @@ def cmd_export(args) -> int:
         print(f"                ({rep.size_note})")
     _print_linked(rep)
     agr = rep.agreement
-    if agr is not None:
-        if "raw_bit_equal" in agr:       # boosted (vote sum) models: the C mirror's raw scores vs the model's
-            cls = f", classes {100 * agr['class_agreement']:.2f} %" if "class_agreement" in agr else ""
-            print(f"agreement       raw scores bit-equal on {100 * agr['raw_bit_equal']:.2f} % of {agr['rows']} rows{cls}")
+    if agr is not None and "raw_bit_equal" in agr:    # boosted (vote sum) f32: the C mirror's raw scores vs the model's
+        cls = f", classes {100 * agr['class_agreement']:.2f} %" if "class_agreement" in agr else ""
+        print(f"agreement       raw scores bit-equal on {100 * agr['raw_bit_equal']:.2f} % of {agr['rows']} rows{cls}")
+    elif agr is not None and rep.task == "regression":
+        key = "fixed" if rep.dtype == "q15" else "f32"
+        print(f"difference      RMSE {agr[f'{key}_vs_float_rmse']:.3g}, max {agr[f'{key}_vs_float_max_abs']:.3g} "
+              f"{'fixed-point' if key == 'fixed' else 'float32'} vs float  ({agr['rows']} rows)")
+        if f"rmse_{key}" in agr:
+            print(f"RMSE            float {agr['rmse_float']:.6g}, {'fixed-point' if key == 'fixed' else 'float32'} "
+                  f"{agr[f'rmse_{key}']:.6g}")
+    elif agr is not None:
         if "fixed_vs_float" in agr:
             print(f"agreement       {100 * agr['fixed_vs_float']:.2f} % fixed-point vs float  ({agr['rows']} rows)")
         if "accuracy_float" in agr:
@@ -163,9 +176,10 @@ def cmd_export(args) -> int:
 
 def _print_linked(rep) -> None:
     """The flash / RAM each entry point costs in a linked image (beside the object-file figure above)."""
+    predict = f"tg_{rep.name}_predict" + ("_value" if rep.task == "regression" else "")
     parts = [f"{what} {fn}: {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, fn, d in
-             (("Q15 entry", f"tg_{rep.name}_predict_q15", rep.linked_q15),
-              ("float entry", f"tg_{rep.name}_predict", rep.linked_float)) if d is not None]
+             (("Q15 entry", f"{predict}_q15", rep.linked_q15),
+              ("float entry", predict, rep.linked_float)) if d is not None]
     if parts:
         print(f"linked          {'; '.join(parts)} flash / RAM")
     print(f"                ({rep.linked_note})")

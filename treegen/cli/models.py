@@ -30,6 +30,8 @@ from treegen.emit.show import render_dot, render_text
 from treegen.learn.cv import cross_validate
 from treegen.learn.estimators import ALGORITHMS, make_estimator
 from treegen.learn.inducers.efti import MAX_ITER, MAX_SEED
+from treegen.learn.regressors import REGRESSORS, make_regressor
+from treegen.learn.validation import label_kind
 
 # option dest -> estimator parameter name (applicability is checked against the estimator class)
 ALGO_OPTIONS = {
@@ -59,6 +61,7 @@ ALGO_OPTIONS = {
     "max_features": ("--max-features", "max_features"),
     "feature_bagging": ("--feature-bagging", "feature_bagging"),
     "sample_fraction": ("--sample-fraction", "sample_fraction"),
+    "target_leaves": ("--target-leaves", "target_leaves"),
 }
 
 
@@ -124,6 +127,8 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
                    help="efti: draw new nodes' dipoles from the whole set (default) or the leaf's rows")
     g.add_argument("--scaling", choices=SCALING_METHODS, help="input scaling (default auto)")
     g.add_argument("--criterion", choices=("gini", "entropy"), help="cart: split criterion")
+    g.add_argument("--target-leaves", type=int_range(2, 1 << 20), metavar="K",
+                   help="efti --task regression: the leaf count the size penalty does not penalise (default 8)")
     g.add_argument("--max-depth", type=int_range(1, MAX_DEPTH), metavar="D", help="maximum tree depth")
     g.add_argument("--min-samples-leaf", type=int_range(1, MAX_ROWS), metavar="N",
                    help="cart: minimum training rows in a leaf")
@@ -138,6 +143,10 @@ def _add_algo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_seed_value, metavar="S|random",
                    help="random seed (default 0); 'random' draws a fresh one (printed, and kept in the model)")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
+    p.add_argument("--task", choices=("classification", "regression"),
+                   help="classification (class labels) or regression (a numeric target; --algo "
+                        + ", ".join(REGRESSORS) + "); default classification, refused with a hint when the "
+                        "label column looks continuous")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
@@ -231,14 +240,19 @@ def _algo_params(args: argparse.Namespace) -> tuple[str, dict]:
     algo = args.algo
     if algo not in ALGORITHMS:
         raise TreegenError(f"unknown algorithm {algo!r} (choose from {', '.join(ALGORITHMS)})")
-    valid = ALGORITHMS[algo]._param_names()
+    regression = _regression(args)
+    if regression and algo not in REGRESSORS:
+        raise TreegenError(f"--algo {algo} has no regression variant (--task regression: choose from "
+                           f"{', '.join(REGRESSORS)})")
+    valid = (REGRESSORS if regression else ALGORITHMS)[algo]._param_names()
     params = {}
     for dest, (flag, param) in ALGO_OPTIONS.items():
         value = getattr(args, dest, None)
         if value is None:
             continue
         if param not in valid:
-            raise TreegenError(f"option {flag} does not apply to --algo {algo}")
+            raise TreegenError(f"option {flag} does not apply to --algo {algo}"
+                               + (" --task regression" if regression else ""))
         params[param] = value
     return algo, params
 
@@ -300,8 +314,31 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_show)
 
 
+def _regression(args) -> bool:
+    return getattr(args, "task", None) == "regression"
+
+
+def check_task(labels, label_name: str, task: str | None) -> None:
+    """Refuse a label column that does not fit the task, with a one-line hint: a continuous target
+    without ``--task`` (``--task classification`` fits it anyway), class labels with ``--task
+    regression``."""
+    kind, n = label_kind(labels)
+    if task is None and kind == "continuous":
+        raise DataError(f"the label column {label_name!r} has {n} distinct numeric values, a continuous target: "
+                        f"use --task regression to fit a regression tree (or --task classification for {n} "
+                        f"classes)")
+    if task == "regression" and kind in ("text", "levels"):
+        what = "text class labels" if kind == "text" else f"only {n} integer levels"
+        raise DataError(f"the label column {label_name!r} holds {what}: use --task classification "
+                        f"(regression needs a numeric target with more than a few levels)")
+
+
 def _load_training(args) -> tuple:
+    """The dataset and its sorted classes (None for --task regression)."""
     ds = load_csv(args.data, label=args.label, **csv_options(args))
+    check_task(ds.labels, ds.label_name, getattr(args, "task", None))
+    if _regression(args):
+        return ds, None
     classes = np.unique(ds.labels)
     if classes.shape[0] < 2:
         raise DataError(f"{args.data} has a single class ({classes[0]!r}); at least two are needed")
@@ -329,8 +366,9 @@ def _device_engine(args, params: dict):
 
 def cmd_fit(args) -> int:
     algo, params = _algo_params(args)
+    regression = _regression(args)
     if getattr(args, "jobs", None) is not None:
-        if "n_jobs" not in ALGORITHMS[algo]._param_names():
+        if "n_jobs" not in (REGRESSORS if regression else ALGORITHMS)[algo]._param_names():
             raise TreegenError(f"option --jobs does not apply to --algo {algo}")
         params["n_jobs"] = args.jobs
     ds, classes = _load_training(args)
@@ -338,7 +376,7 @@ def cmd_fit(args) -> int:
     if params.get("engine") == "device" or getattr(args, "target", None) or getattr(args, "port", None):
         device = _device_engine(args, params)
         params["engine"] = device
-    est = make_estimator(algo, **params)
+    est = make_regressor(algo, **params) if regression else make_estimator(algo, **params)
     if "random_state" in est._param_names():
         est.set_params(random_state=_seed_of(args))
 
@@ -366,6 +404,8 @@ def cmd_fit(args) -> int:
         model.metadata["params"]["engine"] = "device"
     model.metadata["dataset"] = Path(args.data).name
     model.metadata["label_column"] = ds.label_name
+    if regression:
+        model.metadata["target_name"] = ds.label_name
     model.metadata["train_seconds"] = seconds
     if args.output == STDOUT:
         write_text(STDOUT, model.to_json() + "\n", "model file")
@@ -373,13 +413,18 @@ def cmd_fit(args) -> int:
         save(model, args.output)
 
     tree = est.tree_
-    train_acc = pct(model.metadata["train_accuracy"])
+    meta = model.metadata
     shown = {k: v for k, v in model.metadata["params"].items() if k in params}
     shown["seed"] = seed
-    print(f"dataset         {Path(args.data).name}  ({ds.n_rows} rows, {ds.n_features} features, "
-          f"{classes.shape[0]} classes)")
+    target = f"regression of {ds.label_name}" if regression else f"{classes.shape[0]} classes"
+    print(f"dataset         {Path(args.data).name}  ({ds.n_rows} rows, {ds.n_features} features, {target})")
     print(f"algorithm       {algo}  ({params_text(shown)})")
-    print(f"train accuracy  {train_acc:.2f} %")
+    if regression:
+        print(f"train RMSE      {meta['train_rmse']:.6g}")
+        print(f"train MAE       {meta['train_mae']:.6g}")
+        print(f"train R²        {meta['train_r2']:.4f}")
+    else:
+        print(f"train accuracy  {pct(meta['train_accuracy']):.2f} %")
     if len(model.trees) > 1:
         print(f"trees           {len(model.trees)}")
         print(f"leaves          {sum(t.n_leaves for t in model.trees)} in total")
@@ -388,16 +433,18 @@ def cmd_fit(args) -> int:
         print(f"leaves          {tree.n_leaves}")
         print(f"depth           {tree.depth}")
     if hasattr(est, "oob_score_"):
-        print(f"oob accuracy    {pct(est.oob_score_):.2f} %")
+        print(f"oob R²          {est.oob_score_:.4f}" if regression else f"oob accuracy    {pct(est.oob_score_):.2f} %")
     if "training_risk" in est.fit_info_:
         print(f"training risk   {est.fit_info_['training_risk']:.4f} ({est.fit_info_['risk']})")
     print(f"time            {seconds:.3f} s")
     print(f"model           {args.output}")
+    figures = ({"task": "regression", "train_rmse": meta["train_rmse"], "train_mae": meta["train_mae"],
+                "train_r2": meta["train_r2"]} if regression else
+               {"n_classes": int(classes.shape[0]), "train_accuracy": meta["train_accuracy"]})
     write_json(args.json, {
         "command": "fit", "dataset": Path(args.data).name, "algorithm": algo,
         "params": model.metadata["params"], "seed": seed,
-        "n_rows": ds.n_rows, "n_features": ds.n_features, "n_classes": int(classes.shape[0]),
-        "train_accuracy": model.metadata["train_accuracy"], "leaves": tree.n_leaves, "depth": tree.depth,
+        "n_rows": ds.n_rows, "n_features": ds.n_features, **figures, "leaves": tree.n_leaves, "depth": tree.depth,
         "train_seconds": seconds, "model": str(args.output),
         "info": {k: v for k, v in est.fit_info_.items()},
     })
@@ -430,6 +477,8 @@ def cmd_eval(args) -> int:
     if ds.labels.shape[0] == 0:
         raise DataError(f"{args.data} has no label column ({model.n_features} columns = the model's features); "
                         "eval needs the true labels")
+    if model.is_regression:
+        return _eval_regression(args, model, ds)
     rep = evaluate(model, ds.X, ds.labels)        # treegen.core.metrics.evaluate: the Python API of eval
     labels, extra, predict_seconds = rep["classes"], rep["unknown_classes"], rep["predict_seconds"]
     auc = {"auc": rep["roc_auc"]}
@@ -480,6 +529,23 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _eval_regression(args, model, ds) -> int:
+    rep = evaluate(model, ds.X, ds.labels)        # treegen.core.metrics.evaluate_regression
+    train_seconds = model.metadata.get("train_seconds")
+    print(f"model     {args.model}")
+    print(f"data      {args.data}  ({ds.n_rows} rows)")
+    print(f"RMSE      {rep['rmse']:.6g}")
+    print(f"MAE       {rep['mae']:.6g}")
+    print(f"R²        {rep['r2']:.4f}")
+    print(f"time      {rep['predict_seconds']:.4f} s ({1e6 * rep['predict_seconds'] / max(1, ds.n_rows):.2f} us/row)")
+    write_json(args.json, {
+        "command": "eval", "model": str(args.model), "dataset": Path(args.data).name, "n_rows": ds.n_rows,
+        "task": "regression", "rmse": rep["rmse"], "mae": rep["mae"], "r2": rep["r2"],
+        "train_seconds": train_seconds, "predict_seconds": rep["predict_seconds"],
+    })
+    return 0
+
+
 def cmd_cv(args) -> int:
     algo, params = _algo_params(args)
     if params.get("engine") == "device" or args.target is not None or args.port is not None:
@@ -503,13 +569,19 @@ def cmd_cv(args) -> int:
         bar = stack.enter_context(progress_bar(total=total, desc=f"{algo} cv", quiet=args.quiet, unit="fold"))
         result = cross_validate(ds.X, ds.labels, algo, params, folds=args.folds, repeats=args.repeats,
                                 seed=seed, jobs=jobs, dataset=Path(args.data).name,
-                                on_fold=lambda rec: bar.update(1))
-    acc, leaves, depth = result["accuracy"], result["leaves"], result["depth"]
-    print(f"dataset    {result['dataset']}  ({ds.n_rows} rows, {ds.n_features} features, "
-          f"{classes.shape[0]} classes)")
+                                on_fold=lambda rec: bar.update(1), task=args.task or "classification")
+    leaves, depth = result["leaves"], result["depth"]
+    target = f"regression of {ds.label_name}" if classes is None else f"{classes.shape[0]} classes"
+    print(f"dataset    {result['dataset']}  ({ds.n_rows} rows, {ds.n_features} features, {target})")
     print(f"algorithm  {algo}  ({params_text(result['params'])})")
     print(f"folds      {args.folds} x {args.repeats} repetition(s), seed {result['seed']}")
-    print(f"accuracy   {pct(acc['mean']):.2f} ± {pct(acc['ci95']):.2f} %")
+    if classes is None:
+        for key, name in (("rmse", "RMSE"), ("mae", "MAE")):
+            print(f"{name:<10} {result[key]['mean']:.6g} ± {result[key]['ci95']:.4g}")
+        print(f"R²         {result['r2']['mean']:.4f} ± {result['r2']['ci95']:.4f}")
+    else:
+        acc = result["accuracy"]
+        print(f"accuracy   {pct(acc['mean']):.2f} ± {pct(acc['ci95']):.2f} %")
     print(f"leaves     {leaves['mean']:.2f} ± {leaves['ci95']:.2f}")
     print(f"depth      {depth['mean']:.2f} ± {depth['ci95']:.2f}")
     print(f"time       {result['train_seconds']:.3f} s (total training)")

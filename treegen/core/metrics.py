@@ -5,6 +5,7 @@
 * :func:`per_class_scores` — precision, recall, F1 and support per class from a confusion matrix;
   a zero denominator gives 0.0 (never NaN, never a warning).
 * :func:`classification_report` — all of the above as one JSON-ready dict.
+* :func:`regression_scores` — RMSE, MAE and R² of predicted values (scikit-learn's definitions).
 * :func:`mean_ci95` — mean and half-width of the 95 % confidence interval of the mean,
   ``t_{0.975, n-1} * s / sqrt(n)`` (Student t, sample standard deviation ``s``); ``n == 1`` -> 0.
 * :func:`t_quantile` — exact Student t quantile (regularised incomplete beta + bisection).
@@ -206,6 +207,29 @@ def summary(values: Iterable[float]) -> dict:
     return {"mean": mean, "ci95": ci}
 
 
+# ---------------------------------------------------------------------- regression metrics
+def regression_scores(y_true, y_pred) -> dict:
+    """``{"rmse", "mae", "r2", "n"}`` of predicted values: root mean squared error, mean absolute error
+    and the coefficient of determination ``1 - SS_res / SS_tot`` (scikit-learn's ``r2_score``: for
+    constant true values 1.0 when every prediction is exact, else 0.0)."""
+    y_true = np.asarray(y_true, dtype=np.float64)
+    y_pred = np.asarray(y_pred, dtype=np.float64)
+    if y_true.shape != y_pred.shape or y_true.ndim != 1:
+        raise TreegenError(f"regression scores: value arrays of shapes {y_true.shape} and {y_pred.shape} "
+                           "do not match")
+    if y_true.shape[0] == 0:
+        raise TreegenError("regression scores: no values")
+    err = y_true - y_pred
+    ss_res = float(np.sum(err * err))
+    ss_tot = float(np.sum((y_true - np.mean(y_true)) ** 2))
+    if ss_tot > 0:
+        r2 = 1.0 - ss_res / ss_tot
+    else:
+        r2 = 1.0 if ss_res == 0 else 0.0
+    return {"rmse": math.sqrt(ss_res / y_true.shape[0]), "mae": float(np.mean(np.abs(err))), "r2": r2,
+            "n": int(y_true.shape[0])}
+
+
 # ---------------------------------------------------------------------- ROC AUC
 def _average_ranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks of ``x``, ties sharing their average rank."""
@@ -283,6 +307,8 @@ def evaluate(model, X, y) -> dict:
     import time
 
     X = np.asarray(X, dtype=np.float64)
+    if getattr(model, "is_regression", False):
+        return evaluate_regression(model, X, y)
     y = np.asarray(y)
     t0 = time.perf_counter()
     pred = model.predict(X)
@@ -306,3 +332,20 @@ def evaluate(model, X, y) -> dict:
         "roc_auc_per_class": None if auc is None else auc["per_class"],
         "predict_seconds": predict_seconds,
     }
+
+
+def evaluate_regression(model, X, y) -> dict:
+    """What ``treegen eval`` reports for a regression model on rows with true values: ``rmse``,
+    ``mae``, ``r2`` (:func:`regression_scores`), ``n``, ``predict_seconds``. ``y`` must be numbers."""
+    import time
+
+    try:
+        y = np.asarray(np.asarray(y).tolist(), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TreegenError("a regression model is evaluated on numeric target values, got text labels") from None
+    if not np.all(np.isfinite(y)):
+        raise TreegenError("target values contain NaN or infinite values")
+    t0 = time.perf_counter()
+    pred = model.predict_value(np.asarray(X, dtype=np.float64))
+    predict_seconds = time.perf_counter() - t0
+    return {**regression_scores(y, pred), "predict_seconds": predict_seconds}

@@ -97,8 +97,9 @@ def default_max_payload(target: _targets.Target) -> int:
 
 def harness_limits(n_features: int, n_classes: int, info_strings: list[str], max_payload: int,
                    *, explicit: bool) -> dict:
-    """max_payload (raised to the minimum the model needs unless ``explicit``), max_batch, class bytes."""
-    class_bytes = 1 if n_classes <= 255 else 2
+    """max_payload (raised to the minimum the model needs unless ``explicit``), max_batch, class bytes
+    (``n_classes`` 0: a regression model, each PREDICT answer an int32 value, 4 bytes)."""
+    class_bytes = 4 if n_classes == 0 else (1 if n_classes <= 255 else 2)
     info_bytes = INFO_FIXED_BYTES + sum(1 + len(s.encode()) for s in info_strings)
     need = max(MIN_PAYLOAD, info_bytes, 2 + 2 * n_features)
     if need > MAX_PAYLOAD_LIMIT:
@@ -134,7 +135,7 @@ def _resolve_port(tgt: _targets.Target) -> tuple[str, dict]:
 
 def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model_hash: str, target,
                    variant: str, max_payload: int | None = None, port: dict | None = None,
-                   train=None, proba: bool = False) -> list[Path]:
+                   train=None, proba: bool = False, value: bool = False) -> list[Path]:
     """The harness files alone (protocol, port header and port, glue, harness) for a model whose
     ``<name>.h`` (``tg_<name>_predict_q15``, ``TG_<NAME>_N_FEATURES/N_CLASSES``) is provided separately.
 
@@ -143,7 +144,8 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
     ``train``: a :class:`treegen.device.train_firmware.TrainSpec` adds on-device training (the EFTI engine
     and tg_train.h/.c; glue TG_GLUE_HAS_TRAIN 1); use :func:`write_harness` for its RAM check.
     ``proba``: the model header has ``tg_<name>_predict_proba_q15`` (a soft-voting ensemble): the
-    harness serves PROBA (capability bit 3).
+    harness serves PROBA (capability bit 3). ``value``: a regression model (``tg_<name>_predict_value_q15``,
+    ``n_classes`` 0): PREDICT answers each row with its int32 fixed-point value.
     """
     tgt = _target(target)
     template, port_entry = _resolve_port(tgt)
@@ -180,6 +182,7 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
         "variant_c": c_string_body(variant),
         "has_train": train is not None,
         "has_proba": bool(proba),
+        "value": bool(value),
         "max_batch_proba": min(limits["max_batch"],
                                (limits["max_payload"] - 2) // (limits["class_bytes"] + 2 * n_classes)),
     }
@@ -225,7 +228,8 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
                                     model_hash=model.hash(), target=tgt,
                                     variant=f"{report.dtype}-{report.layout}-{report.variant}",
                                     max_payload=max_payload, train=train,
-                                    proba=len(model.trees) > 1 and report.vote == "soft")
+                                    proba=len(model.trees) > 1 and report.vote == "soft",
+                                    value=model.is_regression)
 
 
 def plan_train(model: Model, tgt: _targets.Target, train, max_payload: int | None):

@@ -103,6 +103,15 @@ class Reference:
     floating: np.ndarray         # int64 (n,) class indices of the float model
     labels: np.ndarray | None    # int64 (n,) true class indices (-1 = label unknown to the model), or None
     proba: np.ndarray | None = None  # int64 (n, n_classes) PROBA answers (soft-voting ensembles), else None
+    # a regression model: ``fixed`` holds the int32 fixed-point values (units of 2^-frac_bits), ``floating``
+    # is None and these hold the float model's values, the frac bits and the true values
+    float_values: np.ndarray | None = None
+    frac_bits: int | None = None
+    target_values: np.ndarray | None = None
+
+    @property
+    def is_regression(self) -> bool:
+        return self.frac_bits is not None
 
 
 def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
@@ -122,6 +131,8 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
     else:
         Xq = np.asarray(model.scaling.to_q15(np.asarray(X_raw, dtype=np.float64)), dtype=np.int64)
     proba = None
+    if model.is_regression:
+        return _value_reference(model, Xq, labels)
     if len(model.trees) > 1 and model.vote == "soft":   # the firmware's soft vote (fixed point)
         sv = soft_vote(model)
         sums = soft_sums(quantize_model(model, None, sv.leaf_ids), sv, Xq)
@@ -138,6 +149,29 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
         known = {repr(c): i for i, c in enumerate(model.classes)}
         y = np.array([known.get(repr(v), -1) for v in labels], dtype=np.int64)
     return Reference(Xq, fixed, floating, y, proba)
+
+
+def _value_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
+    """The regression reference: the int32 values of the fixed-point model the firmware runs (the value
+    table of :mod:`treegen.emit.lower_value`, trees quantised without data) and the float model's."""
+    from treegen.emit.check import predict_q15
+    from treegen.emit.lower_value import combine_fixed, value_vote
+    from treegen.emit.quantize import quantize_model
+
+    vv = value_vote(model)
+    qtrees = quantize_model(model, None, vv.leaf_ids)
+    rows = np.stack([predict_q15(qt, Xq) for qt in qtrees], axis=1)
+    fixed = np.asarray(combine_fixed(vv, rows), dtype=np.int64)
+    floating = model.predict_value_normalised(Xq.astype(np.float64) / 32768.0)
+    y = None
+    if labels is not None:
+        try:
+            y = np.asarray(np.asarray(labels, dtype=object).tolist(), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TreegenError("a regression model's HIL data needs numeric target values") from None
+        if y.shape[0] != Xq.shape[0]:
+            raise TreegenError(f"{y.shape[0]} target values for {Xq.shape[0]} rows")
+    return Reference(Xq, fixed, None, None, None, floating, vv.frac_bits, y)
 
 
 def random_rows(n_features: int, n_rows: int = RANDOM_ROWS, seed: int = 0) -> np.ndarray:
@@ -402,6 +436,10 @@ def mismatch_rows(ref: Reference, got: np.ndarray, model: Model, limit: int = MA
     out = []
     for i in np.flatnonzero(got != ref.fixed)[:limit]:
         i = int(i)
+        if ref.is_regression:
+            out.append({"row": i, "device": int(got[i]), "fixed_point": int(ref.fixed[i]),
+                        "float": float(ref.float_values[i]), "q15": [int(v) for v in ref.X_q15[i]]})
+            continue
         out.append({"row": i, "device": int(got[i]), "fixed_point": int(ref.fixed[i]), "float": int(ref.floating[i]),
                     "device_label": _label(model, got[i]), "fixed_point_label": _label(model, ref.fixed[i]),
                     "q15": [int(v) for v in ref.X_q15[i]]})
@@ -550,13 +588,21 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
             mism = int(np.count_nonzero(got != ref.fixed))
             report["mismatches"] = mism
             report["mismatch_rows"] = mismatch_rows(ref, got, model)
-            report["float_agreement"] = round(float(np.mean(got == ref.floating)), 6)
+            if ref.is_regression:
+                _value_figures(report, ref, got)
+            else:
+                report["float_agreement"] = round(float(np.mean(got == ref.floating)), 6)
             if ref.labels is not None:
                 report["accuracy"] = round(float(np.mean(got == ref.labels)), 6)
             if mism:
                 first = report["mismatch_rows"][0]
+                what = "value" if ref.is_regression else "class"
                 msg = (f"{mism} of {n} device predictions differ from the fixed-point model (first: row "
-                       f"{first['row']}, device class {first['device']}, expected {first['fixed_point']})")
+                       f"{first['row']}, device {what} {first['device']}, expected {first['fixed_point']})")
+            elif ref.is_regression:
+                diff = report["float_difference"]
+                msg = (f"{n} rows: int32 values identical to the fixed-point model (units of 2^-{ref.frac_bits}); "
+                       f"difference from the float model RMSE {diff['rmse']:.3g}, max {diff['max_abs']:.3g}")
             else:
                 msg = (f"{n} rows identical to the fixed-point model; float agreement "
                        f"{100 * report['float_agreement']:.2f} %")
@@ -586,8 +632,9 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                 for i, r in results:
                     if r.unit != info.counter_unit:
                         problems.append(f"row {i}: BENCH unit {r.unit_name}, INFO said {report['counter_unit']}")
-                    if r.cls != ref.fixed[i]:
-                        problems.append(f"row {i}: BENCH class {r.cls}, expected {int(ref.fixed[i])}")
+                    want = int(ref.fixed[i]) & 0xFFFF if ref.is_regression else int(ref.fixed[i])  # BENCH: u16
+                    if r.cls != want:
+                        problems.append(f"row {i}: BENCH class {r.cls}, expected {want}")
                     if r.total == 0 or r.total >= 0xFFFFFFFF:
                         problems.append(f"row {i}: BENCH total {r.total} (zero or saturated)")
                 per_call = [r.total / r.n_iter for _, r in results]
@@ -626,6 +673,19 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
     return report
 
 
+def _value_figures(report: dict, ref: Reference, got: np.ndarray) -> None:
+    """A regression run's figures: the device values against the float model (RMSE, largest absolute
+    difference) and, with true values, the device's RMSE."""
+    values = np.ldexp(got.astype(np.float64), -ref.frac_bits)
+    diff = values - ref.float_values
+    report["value_frac_bits"] = ref.frac_bits
+    report["float_difference"] = {"rmse": float(np.sqrt(np.mean(diff * diff))) if diff.size else 0.0,
+                                  "max_abs": float(np.max(np.abs(diff))) if diff.size else 0.0}
+    if ref.target_values is not None and diff.size:
+        err = values - ref.target_values
+        report["rmse"] = float(np.sqrt(np.mean(err * err)))
+
+
 def summary(report: dict) -> str:
     """One line: PASS/FAIL and the key figures of a report."""
     if report.get("error"):
@@ -633,6 +693,11 @@ def summary(report: dict) -> str:
     parts = [f"{report['rows']} rows, {report['mismatches']} mismatches"]
     if report.get("float_agreement") is not None:
         parts.append(f"float agreement {100 * report['float_agreement']:.2f} %")
+    if report.get("float_difference") is not None:
+        d = report["float_difference"]
+        parts.append(f"difference from the float model RMSE {d['rmse']:.3g}, max {d['max_abs']:.3g}")
+    if report.get("rmse") is not None:
+        parts.append(f"RMSE {report['rmse']:.6g}")
     if report.get("insn_per_inference") is not None:
         parts.append(f"{report['insn_per_inference']:g} {report['counter_unit']}/inference")
     bad = [c for c in report["checks"] if c["ok"] is False]

@@ -338,7 +338,13 @@ class DeviceInfo:
 
     @property
     def class_bytes(self) -> int:
-        return 1 if self.n_classes <= 255 else 2
+        """Bytes of one PREDICT answer: a class (u8, or u16 beyond 255 classes), or a regression
+        model's int32 value (``n_classes`` 0)."""
+        return 4 if self.n_classes == 0 else (1 if self.n_classes <= 255 else 2)
+
+    @property
+    def is_regression(self) -> bool:
+        return self.n_classes == 0
 
     @property
     def counter_unit_name(self) -> str:
@@ -365,7 +371,7 @@ class DeviceInfo:
         if pos != len(p):
             raise ProtocolError(f"INFO response has {len(p) - pos} unexpected trailing bytes")
         info = cls(version, nf, nc, mp, mb, unit, caps, digest.hex(), *strings)
-        if nf < 1 or nc < 1 or mb < 1:
+        if nf < 1 or mb < 1:
             raise ProtocolError(f"INFO response with impossible values: {nf} features, {nc} classes, "
                                 f"max_batch {mb}")
         return info
@@ -582,11 +588,12 @@ class DeviceClient:
         return a.astype("<i2")
 
     def predict(self, rows, *, timeout: float | None = None) -> np.ndarray:
-        """Class index for every row of Q15 features (split into batches of ``max_batch`` rows)."""
+        """Class index for every row of Q15 features (split into batches of ``max_batch`` rows); a
+        regression model (``n_classes`` 0): its int32 fixed-point value."""
         info = self.info()
         a = self._rows(rows, info)
         out = np.empty(a.shape[0], dtype=np.int64)
-        dtype = np.dtype("u1") if info.class_bytes == 1 else np.dtype("<u2")
+        dtype = np.dtype({1: "u1", 2: "<u2", 4: "<i4"}[info.class_bytes])
         for start in range(0, a.shape[0], info.max_batch):
             batch = a[start:start + info.max_batch]
             n = batch.shape[0]
@@ -595,7 +602,7 @@ class DeviceClient:
                 raise ProtocolError(f"{self.name}: PREDICT response of {len(resp)} bytes does not hold "
                                     f"{n} classes")
             classes = np.frombuffer(resp, dtype=dtype, offset=2, count=n).astype(np.int64)
-            if classes.size and classes.max() >= info.n_classes:
+            if classes.size and not info.is_regression and classes.max() >= info.n_classes:
                 raise ProtocolError(f"{self.name}: PREDICT returned class {int(classes.max())}, "
                                     f"the model has {info.n_classes}")
             out[start:start + n] = classes

@@ -5,7 +5,8 @@ the C must equal (host-compiled in tests/emit, on the device in ``treegen hil``)
 q15: integer tests on Q15 inputs (:func:`predict_q15`), majority vote or the fixed-point soft vote
 (:func:`soft_sums`, :func:`proba_q15`); f32: float32 tests on raw inputs (:func:`predict_f32`).
 :func:`check` gives an export's example rows with their expected classes and, with data, the
-agreement with the float model.
+agreement with the float model. A regression export (``lowered.values``): :func:`predict_values`,
+the leaves selecting rows of the value table combined as :mod:`treegen.emit.lower_value` documents.
 """
 
 from __future__ import annotations
@@ -159,12 +160,65 @@ def predict(lowered, X_raw, X_q15, n_classes: int) -> np.ndarray:
     return predict_f32(lowered.trees, X_raw, n_classes, lowered.soft)
 
 
+def value_rows(lowered, X_raw, X_q15) -> np.ndarray:
+    """``(rows, n_trees)``: the value-table row each tree's leaf returns, as the C computes it."""
+    if lowered.dtype == "q15":
+        Xq = np.asarray(X_q15, dtype=np.int64)
+        return np.stack([predict_q15(qt, Xq) for qt in lowered.qtrees], axis=1)
+    return f32_leaves(lowered.trees, X_raw)
+
+
+def predict_values(lowered, X_raw, X_q15) -> np.ndarray:
+    """A regression export's predictions exactly as its C returns them: q15 -- int64 fixed-point values
+    (units of ``2**-frac_bits``), f32 -- float32 values (:mod:`treegen.emit.lower_value`)."""
+    from treegen.emit.lower_value import combine_f32, combine_fixed
+
+    rows = value_rows(lowered, X_raw, X_q15)
+    return combine_fixed(lowered.values, rows) if lowered.dtype == "q15" else combine_f32(lowered.values, rows)
+
+
+def predict_values_float(lowered, X_raw, X_q15) -> np.ndarray:
+    """:func:`predict_values` as float64 numbers (q15: ``v_q * 2**-F``, exact)."""
+    got = predict_values(lowered, X_raw, X_q15)
+    return lowered.values.value_of(got) if lowered.dtype == "q15" else got.astype(np.float64)
+
+
+def _check_values(lowered, model, X_raw, X_q15, labels) -> tuple[tuple, dict | None]:
+    """:func:`check` of a regression export: expected values of the example rows (q15: fixed point,
+    f32: float32) and, with data, the differences from the float model (RMSE, largest absolute)."""
+    from treegen.core.metrics import regression_scores
+
+    ex_raw, ex_q = example_rows(model, None if X_raw is None else (X_raw,))
+    examples = (ex_raw, ex_q, predict_values(lowered, ex_raw, ex_q))
+    if X_raw is None or X_raw.shape[0] == 0:
+        return examples, None
+    got = predict_values_float(lowered, X_raw, X_q15)
+    want = model.predict_value(X_raw)
+    diff = got - want
+    key = "fixed" if lowered.dtype == "q15" else "f32"
+    agreement = {"rows": int(X_raw.shape[0]), "task": "regression",
+                 f"{key}_vs_float": float(np.mean(got == want)),
+                 f"{key}_vs_float_rmse": float(np.sqrt(np.mean(diff * diff))),
+                 f"{key}_vs_float_max_abs": float(np.max(np.abs(diff)))}
+    if labels is not None and labels.shape[0] == X_raw.shape[0]:
+        try:
+            y = np.asarray(labels.tolist(), dtype=np.float64)
+        except (TypeError, ValueError):
+            y = None
+        if y is not None:
+            agreement["rmse_float"] = regression_scores(y, want)["rmse"]
+            agreement[f"rmse_{key}"] = regression_scores(y, got)["rmse"]
+    return examples, agreement
+
+
 def check(lowered, model, X_raw=None, X_q15=None, labels=None) -> tuple[tuple, dict | None]:
     """((example rows raw, their Q15 rows, expected classes), agreement) of an export.
 
     Example rows: the first data rows, else synthetic ones (:func:`example_rows`). With data rows
     (``X_raw`` and their ``X_q15``): the agreement of the export with the float model and, with
     ``labels``, both accuracies (fractions 0..1); else None."""
+    if getattr(lowered, "values", None) is not None:
+        return _check_values(lowered, model, X_raw, X_q15, labels)
     ex_raw, ex_q = example_rows(model, None if X_raw is None else (X_raw,))
     has_rows = X_raw is not None and X_raw.shape[0] > 0
     n_ex = ex_raw.shape[0]

@@ -105,7 +105,10 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
     n_features, n_classes = model.n_features, model.n_classes
     soft = lowered.soft
     feat_t = int_type(0, max(n_features - 1, 0), f"feature index (model has {n_features} features)")
+    values = getattr(lowered, "values", None)
     n_leaf_values = n_classes if soft is None else int(soft.table.shape[0])
+    if values is not None:
+        n_leaf_values = values.n_rows
     if lowered.dtype == "q15":
         trees = [_q15_render(t) for t in lowered.trees]
     else:
@@ -113,6 +116,8 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
     hi = max(max(t["n_internal"] - 1, 0) for t in trees)
     lo = -n_leaf_values
     leaf_what = f"{n_classes} classes" if soft is None else f"{n_leaf_values} leaf probability rows"
+    if values is not None:
+        leaf_what = f"{n_leaf_values} leaf values"
     ref_t = int_type(lo, hi, f"child reference ({hi + 1} internal nodes, {leaf_what})")
     for t in trees:
         t["acc_c"] = "int64_t" if t["acc_bits"] == 64 else "int32_t"
@@ -142,7 +147,12 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
                           "name": comment_text(model.feature_names[f["index"]])} for f in lowered.scaling],
         },
         "contract": model.contract,
-        "vote": "soft" if soft is not None else "hard",
+        "vote": "soft" if soft is not None else ("mean" if values is not None else "hard"),
+        "value": None if values is None else {
+            "n_rows": values.n_rows, "frac_bits": values.frac_bits, "mean": bool(values.mean and len(trees) > 1),
+            "q": [int(v) for v in values.q], "f32": [f32_literal(v) for v in values.f32],
+            "half": len(trees) // 2, "bound": f"{values.bound:.3g}",
+            "max_abs_q": int(np.max(np.abs(values.q))) if values.n_rows else 0},
         "soft": None if soft is None else {
             "rows": [[int(v) for v in row] for row in soft.table], "n_rows": n_leaf_values,
             "exact": bool(soft.exact), "bound": f"{soft.bound:.3g}", "onehot": bool(soft.onehot)},
@@ -170,5 +180,11 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
 
 
 def _examples(X_raw: np.ndarray, X_q: np.ndarray, expected: np.ndarray) -> list:
-    return [{"raw": [f32_literal(v) for v in X_raw[r]], "q15": [int(v) for v in X_q[r]], "expected": int(expected[r])}
+    """Example rows; ``expected``: class indices, or a regression export's values (int64 fixed point /
+    float32, written as exact C literals)."""
+    if expected.dtype == np.float32:
+        shown = [f32_literal(v) + "f" for v in expected]
+    else:
+        shown = [int(v) for v in expected]
+    return [{"raw": [f32_literal(v) for v in X_raw[r]], "q15": [int(v) for v in X_q[r]], "expected": shown[r]}
             for r in range(X_raw.shape[0])]

@@ -25,6 +25,10 @@ Layouts:
 ``unrolled``  one labelled block per internal node, connected by ``goto``; oblique nodes emit only
               their non-zero weight terms. No recursion in the generator or the generated code.
 
+Regression models (``task`` regression, vote ``mean``): the leaves return rows of a value table,
+``int32_t`` in a per-model Q format for q15 and ``float`` for f32, combined as
+:mod:`treegen.emit.lower_value` documents; the entry points are ``tg_<name>_predict_value*``.
+
 dtype ``f32`` (raw float32 inputs, no input scaling on the device): axis trees test the raw input
 with the Q15 model's branch for every float32 input, oblique trees fold the scaling into float32
 weights (agreement measured); see :mod:`treegen.emit.lower_f32`.
@@ -55,6 +59,7 @@ from treegen.emit import contexts as _contexts
 from treegen.emit import library as _library
 from treegen.emit import lower as _lower
 from treegen.emit import lower_fixed as _fixed
+from treegen.emit import lower_value as _value
 from treegen.emit import report as _report
 from treegen.emit import size as _size
 # the names other modules import from here (re-exported from the passes that own them)
@@ -104,19 +109,21 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
         raise TreegenError(f"output path {out_dir} is a file, not a directory")
     model.validate()
     soft = _fixed.soft_vote_for(model, vote)
+    values = _value.value_vote(model) if model.is_regression else None
     X_raw = labels = X_q = None
     if data is not None:
         X_raw = np.asarray(data[0], dtype=np.float64)
         labels = None if len(data) < 2 or data[1] is None else np.asarray(data[1], dtype=object)
         X_q = model.scaling.to_q15(X_raw)
 
-    lowered = _lower.lower(model, dtype=dtype, vote=vote, soft=soft, X_q15=X_q)
+    lowered = _lower.lower(model, dtype=dtype, vote=vote, soft=soft, X_q15=X_q, values=values)
     examples, agreement = _check.check(lowered, model, X_raw, X_q, labels)
     ctx = _contexts.template_context(lowered, model, name=ident, target=tgt, layout=layout, variant=variant,
                                      examples=examples)
     estimated = _size.check_flash(ctx, soft, tgt)
     files, src_dir = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force)
-    size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features, link=link) if measure
+    size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features, link=link, value=model.is_regression)
+            if measure
             else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
                   "linked": {"note": "not linked (measure=False)"}})
     return _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,
@@ -130,6 +137,6 @@ def build_context(model: Model, *, name: str, target, layout: str, dtype: str, v
     ``qtrees``: the quantised trees of a q15 export, ``soft``: the :class:`~treegen.emit.lower_fixed.SoftVote`
     of a soft-voting ensemble, ``examples``: (raw rows, Q15 rows, expected classes)."""
     lowered = _lower.lower(model, dtype=dtype, vote="soft" if soft is not None else model.vote, soft=soft,
-                           qtrees=qtrees)
+                           qtrees=qtrees, values=_value.value_vote(model) if model.is_regression else None)
     return _contexts.template_context(lowered, model, name=name, target=target, layout=layout, variant=variant,
                                       examples=examples)

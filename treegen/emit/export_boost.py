@@ -119,7 +119,7 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
             and "class_labels" not in k and ".str" not in k)),
         size_note=size["note"], agreement=agreement, notes=notes,
         vote=f"sum ({tb.sum_dtype}, link {model.boost['link']})", input_contract="float32", guarantee=guarantee,
-        linked_note="not linked (boosted export: the object is measured)")
+        linked_note="not linked (boosted export: the object is measured)", task=model.task)
 
 
 def q15_context(model, tq, *, name: str, target_name: str) -> dict:
@@ -157,8 +157,9 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
             cls = (raw_q[:, 0] > 0).astype(np.int64) if raw_q.shape[1] == 1 else raw_q.argmax(axis=1)
             agreement["fixed_vs_float"] = float(np.mean(cls == model.predict_index(X)))
         else:
-            err = np.abs(np.ldexp(raw_q[:, 0].astype(np.float64), -tq.frac_bits) - model.predict_value(X))
-            agreement["max_abs_error"] = float(err.max()) if err.size else 0.0
+            err = np.ldexp(raw_q[:, 0].astype(np.float64), -tq.frac_bits) - model.predict_value(X)
+            agreement["fixed_vs_float_rmse"] = float(np.sqrt(np.mean(err ** 2))) if err.size else 0.0
+            agreement["fixed_vs_float_max_abs"] = float(np.abs(err).max()) if err.size else 0.0
     ctx = q15_context(model, tq, name=ident, target_name=tgt.name)
     out = prepare_out_dir(out_dir)
     texts = {out / f"{ident}.h": render("c/boost_q15.h.j2", ctx), out / f"{ident}.c": render("c/boost_q15.c.j2", ctx)}
@@ -186,4 +187,4 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
         size_note=size["note"], agreement=agreement, notes=notes, thresholds_off_grid=off,
         vote=f"sum (int32_t, 2^-{tq.frac_bits} units, decision bound {tq.bound:.3g})", input_contract="q15",
-        guarantee=guarantee, linked_note="not linked (boosted export: the object is measured)")
+        guarantee=guarantee, linked_note="not linked (boosted export: the object is measured)", task=model.task)

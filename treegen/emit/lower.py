@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from treegen.emit import lower_f32 as _f32
 from treegen.emit import lower_fixed as _fixed
 from treegen.emit import lower_scaling as _scaling
@@ -48,20 +50,37 @@ class Lowered:
     off_grid: int | None = None
     unresolved: list = field(default_factory=list)
     scaling: list = field(default_factory=list)
+    values: object = None     # a regression model: its ValueVote (treegen.emit.lower_value), leaves return rows
 
 
-def lower(model, *, dtype: str, vote: str, soft=None, X_q15=None, qtrees: list | None = None) -> Lowered:
+def lower(model, *, dtype: str, vote: str, soft=None, X_q15=None, qtrees: list | None = None,
+          values=None) -> Lowered:
     """The description of ``model`` exported as ``dtype`` (``q15`` / ``f32``).
 
     ``vote``: the resolved vote (``soft`` / ``hard``); ``soft``: its fixed-point soft vote
     (:func:`~treegen.emit.lower_fixed.soft_vote_for`); ``X_q15``: data rows fitting inexact oblique
-    thresholds (q15); ``qtrees``: q15 trees already quantised."""
+    thresholds (q15); ``qtrees``: q15 trees already quantised; ``values``: a regression model's value
+    table (:func:`~treegen.emit.lower_value.value_vote`), whose rows its leaves return."""
+    ids = soft if soft is not None else values          # what the leaves return: rows of its table
+    lowered = _lower(model, dtype, vote, soft, ids, X_q15, qtrees)
+    if values is not None:
+        lowered.values = values
+        single = len(model.trees) == 1
+        if dtype == "q15":
+            stored = bool(np.array_equal(np.ldexp(values.values, values.frac_bits), values.q.astype(np.float64)))
+        else:
+            stored = bool(np.array_equal(values.f32.astype(np.float64), values.values))
+        lowered.exact = lowered.exact_tests and stored and single
+    return lowered
+
+
+def _lower(model, dtype, vote, soft, ids, X_q15, qtrees) -> Lowered:
     if dtype == "q15":
-        qtrees, trees = _fixed.lower_q15(model, soft, X_q15, qtrees)
+        qtrees, trees = _fixed.lower_q15(model, ids, X_q15, qtrees)
         raw_split = not any(t["kind"] == "oblique" for t in trees)
         raw_trees, off_grid = [], None
         if raw_split or model.has_raw_thresholds:
-            raw_trees, off_grid = _f32.lower_f32(model, soft=soft, qtrees=qtrees, trees=raw_split,
+            raw_trees, off_grid = _f32.lower_f32(model, soft=ids, qtrees=qtrees, trees=raw_split,
                                                  source_thresholds=False)
         exact_tests = all(bool(qt.exact) for qt in qtrees)
         if model.has_raw_thresholds and model.contract == "float32":
@@ -75,10 +94,10 @@ def lower(model, *, dtype: str, vote: str, soft=None, X_q15=None, qtrees: list |
     per_tree = [None] * len(model.trees)
     if axis:   # an axis tree's float32 tests are its Q15 tests on raw inputs
         quantised = _fixed.quantize_trees([model.trees[k] for k in axis], None,
-                                          None if soft is None else [soft.leaf_ids[k] for k in axis])
+                                          None if ids is None else [ids.leaf_ids[k] for k in axis])
         for k, qt in zip(axis, quantised):
             per_tree[k] = qt
-    trees, off_grid = _f32.lower_f32(model, soft=soft, qtrees=per_tree)
+    trees, off_grid = _f32.lower_f32(model, soft=ids, qtrees=per_tree)
     exact_tests = all(t["kind"] != "oblique" for t in trees)
     return Lowered("f32", trees, soft, vote, exact_tests, exact_tests and (soft is None or soft.exact),
                    off_grid=off_grid)

@@ -24,6 +24,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.metrics import classification_report
 from treegen.core.model import Model
+from treegen.core.schema import VALUE_VOTES
 from treegen.core.tree import LEAF, Tree
 from treegen.emit.show import format_test
 
@@ -117,6 +118,7 @@ def plot_tree(model: Model, path, *, digits: int = 3) -> Path:
     plt = _pyplot()
     trees = model.trees[:MAX_TREES]
     colours = _colours(model.n_classes)
+    value_colour = _value_colours(model) if model.vote in VALUE_VOTES else None
     layouts = [_layout(t) for t in trees]
     widths = [max(x for x, _ in lay.values()) + 1 for lay in layouts]
     depth = max(max(d for _, d in lay.values()) for lay in layouts) + 1
@@ -132,7 +134,13 @@ def plot_tree(model: Model, path, *, digits: int = 3) -> Path:
                     ax.text((x + cx) / 2, -(d + cd) / 2, label, fontsize=7, color="0.35", ha="center",
                             va="center", backgroundcolor="white", zorder=2)
         for node, (x, d) in lay.items():
-            if tree.left[node] == LEAF:
+            if tree.left[node] == LEAF and value_colour is not None:
+                from treegen.emit.show import value_text
+
+                colour = value_colour(float(tree.leaf_value[node]))
+                text = f"value {value_text(tree.leaf_value[node])}\nn={int(tree.class_counts[node].sum())}"
+                box = {"boxstyle": "round", "facecolor": colour, "alpha": 0.35, "edgecolor": colour}
+            elif tree.left[node] == LEAF:
                 cls = int(tree.leaf_class[node])
                 text = f"class {model.classes[cls]}\nn={int(tree.class_counts[node].sum())}"
                 box = {"boxstyle": "round", "facecolor": colours[cls], "alpha": 0.35, "edgecolor": colours[cls]}
@@ -150,6 +158,15 @@ def plot_tree(model: Model, path, *, digits: int = 3) -> Path:
     fig.suptitle(f"{algo}: {sum(t.n_leaves for t in model.trees)} leaves{more}; tests in raw input units",
                  fontsize=9)
     return _save(fig, path)
+
+
+def _value_colours(model: Model):
+    """Leaf value -> colour (viridis over the range of the model's leaf values)."""
+    plt = _pyplot()
+    values = np.concatenate([t.leaf_value[t.is_leaf] for t in model.trees])
+    lo, hi = float(values.min()), float(values.max())
+    cmap = plt.get_cmap("viridis")
+    return lambda v: cmap(0.5 if hi == lo else (v - lo) / (hi - lo))
 
 
 # ---------------------------------------------------------------------- partition
@@ -178,6 +195,8 @@ def plot_partition(model: Model, X: np.ndarray, labels, path, *, features: tuple
     grid = np.tile(np.median(X, axis=0), (xx.size, 1))
     grid[:, i] = xx.ravel()
     grid[:, j] = yy.ravel()
+    if model.is_regression:
+        return _value_partition(model, X, labels, path, grid, xx, (gx, gy), (i, j), names)
     regions = model.predict_index(grid).reshape(xx.shape)
     colours = _colours(model.n_classes)
     from matplotlib.colors import ListedColormap
@@ -204,9 +223,43 @@ def plot_partition(model: Model, X: np.ndarray, labels, path, *, features: tuple
     return _save(fig, path)
 
 
+def _value_partition(model: Model, X, labels, path, grid, xx, axes, columns, names) -> Path:
+    """A regression model's predicted value over two features (viridis), the rows coloured by their
+    true values on the same scale."""
+    plt = _pyplot()
+    gx, gy = axes
+    i, j = columns
+    values = model.predict_value(grid).reshape(xx.shape)
+    lo, hi = float(values.min()), float(values.max())
+    y = None
+    if labels is not None and len(labels):
+        try:
+            y = np.asarray(list(labels), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TreegenError("a regression model's partition needs numeric target values") from None
+        lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    image = ax.imshow(values, origin="lower", extent=(gx[0], gx[-1], gy[0], gy[-1]), aspect="auto",
+                      cmap="viridis", vmin=lo, vmax=hi, alpha=0.45, interpolation="nearest")
+    if y is not None:
+        ax.scatter(X[:, i], X[:, j], s=8, c=y, cmap="viridis", vmin=lo, vmax=hi, edgecolor="k", linewidth=0.2)
+    else:
+        ax.scatter(X[:, i], X[:, j], s=6, color="k")
+    target = (model.metadata or {}).get("target_name") or "value"
+    fig.colorbar(image, ax=ax, label=f"{target} (regions: predicted; points: true)")
+    others = model.n_features - 2
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    ax.set_title("predicted value" + (f" ({others} other features at their medians)" if others else ""), fontsize=9)
+    return _save(fig, path)
+
+
 # ---------------------------------------------------------------------- confusion matrix
 def plot_confusion(model: Model, X: np.ndarray, labels, path) -> Path:
     plt = _pyplot()
+    if model.is_regression:
+        raise TreegenError("a confusion matrix needs a classification model (plot partition shows a regression "
+                           "model's values)")
     if labels is None or len(labels) == 0:
         raise TreegenError("a confusion matrix needs labelled data")
     pred = model.predict(np.asarray(X, dtype=np.float64))
@@ -243,9 +296,14 @@ def plot_cv(reports: list[tuple[str, dict]], path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4.5))
     algos = sorted({r.get("algorithm", "?") for _, r in reports})
     colours = dict(zip(algos, _colours(len(algos))))
+    regression = [r.get("task") == "regression" for _, r in reports]
+    if any(regression) and not all(regression):
+        raise TreegenError("cv reports of classification (accuracy) and regression (R²) cannot share one plot")
+    score = "r2" if all(regression) else "accuracy"
+    scale = 1.0 if score == "r2" else 100.0
     for source, r in reports:
-        _require(r, ("accuracy", "leaves"), "'treegen cv --json'", source)
-        acc, leaves = r["accuracy"], r["leaves"]
+        _require(r, (score, "leaves"), "'treegen cv --json'", source)
+        acc, leaves = {k: v / 100.0 * scale for k, v in r[score].items()}, r["leaves"]
         algo = r.get("algorithm", "?")
         # JSON holds fractions (the units rule); the axis shows percent
         ax.errorbar(leaves["mean"], 100 * acc["mean"], xerr=leaves.get("ci95", 0), yerr=100 * acc.get("ci95", 0),
@@ -256,7 +314,7 @@ def plot_cv(reports: list[tuple[str, dict]], path) -> Path:
     unique = dict(zip(names, handles))
     ax.legend(unique.values(), unique.keys(), fontsize=8)
     ax.set_xlabel("leaves (mean ± 95 % CI)")
-    ax.set_ylabel("test accuracy % (mean ± 95 % CI)")
+    ax.set_ylabel("test R² (mean ± 95 % CI)" if score == "r2" else "test accuracy % (mean ± 95 % CI)")
     ax.grid(alpha=0.3)
     return _save(fig, path)
 

@@ -45,6 +45,11 @@ class ExportReport:
     linked_q15: dict | None = None          # tg_<name>_predict_q15 (dtype q15)
     linked_float: dict | None = None        # tg_<name>_predict (raw float32 inputs)
     linked_note: str = ""
+    # regression exports: the value table (treegen.emit.lower_value)
+    task: str = "classification"
+    value_frac_bits: int | None = None      # q15: int32_t values in units of 2^-value_frac_bits
+    value_bound: float | None = None        # q15: |fixed-point value - float model| <= this where the tests agree
+    values_line: str = ""                   # how the leaf values are stored and combined, and what was measured
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -70,7 +75,7 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
         if has_oblique:
             notes.append("f32: oblique trees fold the input scaling into float32 weights and thresholds (no Q15 "
                          "snapping, no clipping): agreement with the float model is measured, not exact")
-        if agreement is not None and "f32_vs_float" in agreement:
+        if agreement is not None and "f32_vs_float" in agreement and agreement.get("task") != "regression":
             notes.append(f"f32: {100 * agreement['f32_vs_float']:.2f} % agreement with the float model "
                          f"({agreement['rows']} rows)")
 
@@ -102,17 +107,36 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
             guarantee = (f"oblique trees: float32 arithmetic of {target}'s C library, which is not IEEE-754 "
                          "throughout (subnormals flush to zero): C == Python float32 evaluation only where "
                          "no subnormal occurs; agreement with the model measured")
-    if soft is not None:
+    values = getattr(lowered, "values", None)
+    values_line = ""
+    if values is not None:
+        guarantee = guarantee.replace(f"tg_{ident}_predict_q15", f"tg_{ident}_predict_value_q15").replace(
+            f"tg_{ident}_predict:", f"tg_{ident}_predict_value:")
+        mean = f"; the mean of {len(model.trees)} trees" if len(model.trees) > 1 else ""
+        if dtype == "q15":
+            rounding = " (int64_t sum, rounded half away from zero)" if mean else ""
+            values_line = (f"{values.n_rows} leaf values in int32_t units of 2^-{values.frac_bits}{mean}{rounding}: "
+                           f"within {values.bound:.3g} of the float model's value wherever the tests take its branch")
+        else:
+            values_line = (f"{values.n_rows} leaf values in float32{mean} (float32 sum in tree order, one "
+                           "division)")
+        key = "fixed" if dtype == "q15" else "f32"
+        if agreement is not None and f"{key}_vs_float_rmse" in agreement:
+            values_line += (f"; measured on the {agreement['rows']} data rows: RMSE "
+                            f"{agreement[f'{key}_vs_float_rmse']:.3g}, max |difference| "
+                            f"{agreement[f'{key}_vs_float_max_abs']:.3g} from the float model "
+                            f"({100 * agreement[f'{key}_vs_float']:.2f} % equal)")
+    elif soft is not None:
         guarantee += ("; soft vote exact (every leaf probability is a multiple of 2^-15)" if soft.exact else
                       f"; soft vote == float argmax unless two class means differ by <= {soft.bound:.3g}")
     if exact:
         notes.insert(0, f"exact: predicts as {source} for {inputs} (input contract {contract})")
-    elif agreement is not None:
+    elif agreement is not None and values is None:
         key = "fixed_vs_float" if dtype == "q15" else "f32_vs_float"
         notes.append(f"not exact for {inputs}: measured {100 * agreement[key]:.2f} % agreement with {source} "
                      f"on the {agreement['rows']} data rows given")
     if dtype == "q15" and contract == "integer":
-        notes.append(f"input contract integer: tg_{ident}_predict rounds a non-integer input to the nearest integer "
+        notes.append(f"input contract integer: tg_{ident}_predict{'_value' if values is not None else ''} rounds a non-integer input to the nearest integer "
                      "(half to even) before the test")
     if dtype == "q15" and variant in ("dsp", "mve") and not has_oblique:
         notes.append(f"variant {variant}: the model has no oblique tree, axis tests need no multiply-accumulate")
@@ -140,4 +164,6 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
         soft_vote_bound=None if soft is None else float(soft.bound),
         linked_q15=size.get("linked", {}).get("q15"), linked_float=size.get("linked", {}).get("float"),
         linked_note=size.get("linked", {}).get("note", ""),
+        task=model.task, value_frac_bits=None if values is None or dtype != "q15" else values.frac_bits,
+        value_bound=None if values is None or dtype != "q15" else float(values.bound), values_line=values_line,
     )

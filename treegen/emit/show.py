@@ -103,8 +103,15 @@ def _counts_text(counts: np.ndarray, classes: list) -> str:
     return ", ".join(f"{c}: {int(n)}" for c, n in zip(classes, counts))
 
 
+def value_text(v: float) -> str:
+    """A leaf value as shown (6 significant digits)."""
+    return _num(v, 6)
+
+
 def _leaf_text(tree: Tree, node: int, classes: list) -> str:
     counts = tree.class_counts[node]
+    if tree.is_value_tree:
+        return f"value {value_text(tree.leaf_value[node])}  (n={int(counts.sum())})"
     return f"class {classes[int(tree.leaf_class[node])]}  (n={int(counts.sum())}; {_counts_text(counts, classes)})"
 
 
@@ -113,17 +120,24 @@ def header(model: Model, units: str = "raw") -> str:
     algo = meta.get("algorithm") or "unknown algorithm"
     leaves = sum(t.n_leaves for t in model.trees)
     depth = max(t.depth for t in model.trees)
-    kind = "1 tree" if len(model.trees) == 1 else f"{len(model.trees)} trees (majority vote)"
-    classes = ", ".join(map(str, model.classes))
+    vote = {"hard": "majority vote", "soft": "majority vote", "mean": "mean of the trees' values",
+            "sum": "sum of the trees' values"}[model.vote]
+    kind = "1 tree" if len(model.trees) == 1 else f"{len(model.trees)} trees ({vote})"
     lines = [
         f"model: {algo}, {kind}, {leaves} leaves, depth {depth}",
         f"features ({model.n_features}; tests in "
         + ("raw input units" if units == "raw" else f"normalised units, [0, 1) by {model.scaling.method} scaling")
         + "): " + ", ".join(model.feature_names),
-        f"classes ({model.n_classes}): {classes}",
     ]
+    if model.is_regression:
+        target = meta.get("target_name") or meta.get("label_column")
+        lines.append("regression" + (f" of {target}" if target else "") + ": leaves show the predicted value")
+    else:
+        lines.append(f"classes ({model.n_classes}): {', '.join(map(str, model.classes))}")
     if meta.get("train_accuracy") is not None:
         lines.append(f"train accuracy: {100.0 * float(meta['train_accuracy']):.2f} %")
+    if meta.get("train_rmse") is not None and meta.get("train_r2") is not None:
+        lines.append(f"train RMSE: {_num(meta['train_rmse'], 6)}, R²: {float(meta['train_r2']):.4f}")
     return "\n".join(lines)
 
 
@@ -181,7 +195,11 @@ def render_dot(model: Model, digits: int = 4, units: str = "raw") -> str:
         for node in tree.preorder():
             nid = f"t{k}n{node}"
             counts = tree.class_counts[node]
-            if tree.left[node] == LEAF:
+            if tree.left[node] == LEAF and tree.is_value_tree:
+                label = f"value {value_text(tree.leaf_value[node])}\nn={int(counts.sum())}"
+                lines.append(f'{indent}{nid} [label="{_dot_escape(label)}", style="rounded,filled", '
+                             f'fillcolor="#e8f0fe"];')
+            elif tree.left[node] == LEAF:
                 label = (f"class {classes[int(tree.leaf_class[node])]}\n"
                          f"n={int(counts.sum())}: [{', '.join(str(int(c)) for c in counts)}]")
                 lines.append(f'{indent}{nid} [label="{_dot_escape(label)}", style="rounded,filled", '

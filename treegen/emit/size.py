@@ -60,6 +60,8 @@ def check_flash(ctx: dict, soft, target: _targets.Target) -> int:
                                 ctx["ref_t"]["bits"] // 8, ctx["feat_t"]["bits"] // 8)
     if soft is not None:
         estimated += soft.table.size * 2
+    if ctx.get("value") is not None:
+        estimated += ctx["value"]["n_rows"] * 4
     if estimated > target.flash_bytes:
         raise TreegenError(f"model needs about {estimated} bytes of flash, more than target {target.name!r} has "
                            f"({target.flash_bytes} bytes)")
@@ -122,14 +124,17 @@ def _link_size(cc: str, size: str, flags: list, sources: list, include_dir: Path
     return text + data, data + bss, None
 
 
-def measure_linked(src_dir: Path, name: str, target: _targets.Target, dtype: str, n_features: int) -> dict:
+def measure_linked(src_dir: Path, name: str, target: _targets.Target, dtype: str, n_features: int,
+                   value: bool = False) -> dict:
     """Flash and RAM an entry point of the export costs in a linked program for ``target`` (see the
     module docstring): ``{"q15": {"flash_bytes", "ram_bytes", "image_flash_bytes", "image_ram_bytes"},
     "float": {...}, "note": ...}`` (the model's cost, and the whole probe image with it), an entry None
-    when it could not be measured (the note says why)."""
+    when it could not be measured (the note says why). ``value``: a regression export (entry points
+    ``tg_<name>_predict_value_q15`` and ``tg_<name>_predict_value``)."""
     cc, size = shutil.which(target.cc), shutil.which(_size_tool(target.cc))
-    entries = (("q15", f"tg_{name}_predict_q15", "int16_t"),) if dtype == "q15" else ()
-    entries += (("float", f"tg_{name}_predict", "float"),)
+    predict = f"tg_{name}_predict_value" if value else f"tg_{name}_predict"
+    entries = (("q15", f"{predict}_q15", "int16_t"),) if dtype == "q15" else ()
+    entries += (("float", predict, "float"),)
     result = {key: None for key, _, _ in entries}
     if cc is None or size is None:
         return {**result, "note": f"not linked: {target.cc if cc is None else _size_tool(target.cc)} not found"}
@@ -173,6 +178,7 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
     if not sections:
         return None
     skip = {f".rodata.tg_{name}_class_labels", f".text.tg_{name}_predict", f".text.tg_{name}_predict_proba",
+            f".text.tg_{name}_predict_value",
             f".text.tg_{name}_predict_proba_q15", f".text.tg_{name}_sums_raw", f".rodata.tg_{name}_trees_raw"}
     if dtype == "q15":
         skip |= {f".text.tg_{name}_scale_q15", f".text.tg_{name}_q15", f".text.tg_{name}_shr",
@@ -184,11 +190,11 @@ def inference_bytes(sections: dict, name: str, dtype: str) -> int | None:
 
 
 def measure(src_dir: Path, name: str, target: _targets.Target, dtype: str, n_features: int,
-            link: bool = True) -> dict:
+            link: bool = True, value: bool = False) -> dict:
     """:func:`measure_size` of the library ``<name>.c`` in ``src_dir``, with ``inference`` (the
     classification path alone, :func:`inference_bytes`) and ``linked`` (:func:`measure_linked`, when
     ``link``)."""
     size = measure_size(Path(src_dir) / f"{name}.c", target, Path(src_dir))
-    linked = (measure_linked(Path(src_dir), name, target, dtype, n_features) if link
+    linked = (measure_linked(Path(src_dir), name, target, dtype, n_features, value) if link
               else {"note": "not linked (link=False)"})
     return {**size, "inference": inference_bytes(size["sections"], name, dtype), "linked": linked}

@@ -120,7 +120,7 @@ class TreeClassifier:
         if feature_names is None:
             feature_names = names_in
         X = check_X(X)
-        classes, y_idx = check_y(y, X.shape[0], type(self).__name__)
+        classes, y_idx, n_out = self._check_targets(y, X.shape[0])
         names_given = feature_names is not None
         if feature_names is None:
             feature_names = [f"x{i}" for i in range(X.shape[1])]
@@ -129,21 +129,22 @@ class TreeClassifier:
         self.seed_ = resolve_seed(getattr(self, "random_state", None))
         scaling = InputScaling.fit(X, getattr(self, "scaling", "auto"))
         Xn = scaling.transform(X)
-        induced, info = self._induce(Xn, y_idx, classes.shape[0])
+        induced, info = self._induce(Xn, y_idx, n_out)
         trees = induced if isinstance(induced, list) else [induced]
         for tree in trees:
             tree.validate()
-        model = Model(trees, list(map(str, feature_names)), classes.tolist(), scaling)
+        model = self._make_model(trees, list(map(str, feature_names)), classes, scaling)
         model.metadata = {
             "algorithm": self.algorithm,
             "params": {k: v for k, v in self.get_params().items() if _is_plain(v)},
             "seed": self.seed_,
             "n_train": int(X.shape[0]),
-            "train_accuracy": float(np.mean(model.predict_index_normalised(Xn) == y_idx)),
+            **self._train_scores(model, Xn, y_idx),
             "treegen_version": __version__,
             **info,
         }
-        self.classes_ = classes
+        if classes is not None:
+            self.classes_ = classes
         self.n_features_in_ = X.shape[1]
         if names_given:
             # names the user gave (DataFrame string columns, as scikit-learn, or feature_names=)
@@ -157,6 +158,17 @@ class TreeClassifier:
             self.n_iter_ = int(info.get("n_iter", info.get("iterations", self.max_iter)))
         self.model_ = model
         return self
+
+    def _check_targets(self, y, n_rows: int) -> tuple:
+        """``(classes, y as the inducer takes it, n_classes)``: the sorted classes and class indices."""
+        classes, y_idx = check_y(y, n_rows, type(self).__name__)
+        return classes, y_idx, classes.shape[0]
+
+    def _make_model(self, trees: list[Tree], feature_names: list[str], classes, scaling: InputScaling) -> Model:
+        return Model(trees, feature_names, classes.tolist(), scaling)
+
+    def _train_scores(self, model: Model, Xn: np.ndarray, y: np.ndarray) -> dict:
+        return {"train_accuracy": float(np.mean(model.predict_index_normalised(Xn) == y))}
 
     def _induce(self, X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple[Tree | list[Tree], dict]:
         """The algorithm: normalised ``X``, class indices ``y`` -> the tree (or an ensemble's list of

@@ -1,4 +1,4 @@
-"""Repeated stratified K-fold cross-validation.
+"""Repeated stratified K-fold cross-validation (plain shuffled K-fold for regression).
 
 Deterministic for a given ``seed``: the fold assignment of repetition ``r`` comes from
 ``numpy.random.Generator(PCG64(seed + r))`` and the estimator of fold ``f`` of repetition ``r`` gets
@@ -13,6 +13,12 @@ Result (accuracy as a fraction 0..1, like ``score()``; the CLI prints percent)::
      "accuracy": {"mean": f, "ci95": f}, "leaves": {"mean": n, "ci95": n}, "depth": {...},
      "folds": [{"repeat", "fold", "accuracy", "leaves", "depth", "train_seconds", "seed",
                 "n_train", "n_test"}, ...]}
+
+With ``task="regression"`` the folds are a shuffled K-fold split (:func:`kfold_ids`: the same
+generator ``PCG64(seed + r)``), the estimators come from
+:data:`treegen.learn.regressors.REGRESSORS`, and ``accuracy`` / ``n_classes`` are replaced by
+``"task": "regression"``, ``rmse``, ``mae`` and ``r2`` (summaries over the folds; each fold record
+has the three figures of its test rows).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from joblib import Parallel, delayed
 
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.limits import available_cores, capped_jobs  # noqa: F401 - cv's own names too
-from treegen.core.metrics import summary
+from treegen.core.metrics import regression_scores, summary
 from treegen.learn.estimators import ALGORITHMS, make_estimator, resolve_seed
 
 
@@ -38,12 +44,18 @@ class EstimatorFactory:
     parameters are validated by building one estimator. ``random_state`` is set per fold.
     """
 
-    def __init__(self, algorithm: str, params: dict | None = None):
+    def __init__(self, algorithm: str, params: dict | None = None, task: str = "classification"):
         params = dict(params or {})
         params.pop("random_state", None)
-        make_estimator(algorithm, **params)  # raises TreegenError on unknown algorithm / option
+        if task == "regression":
+            from treegen.learn.regressors import REGRESSORS, make_regressor
+
+            make_regressor(algorithm, **params)
+            self.cls = REGRESSORS[algorithm]
+        else:
+            make_estimator(algorithm, **params)  # raises TreegenError on unknown algorithm / option
+            self.cls = ALGORITHMS[algorithm]
         self.algorithm = algorithm
-        self.cls = ALGORITHMS[algorithm]
         self.params = params
 
     def __call__(self, seed: int):
@@ -73,6 +85,14 @@ def stratified_fold_ids(y, folds: int, rng: np.random.Generator) -> np.ndarray:
     return fold_of
 
 
+def kfold_ids(n: int, folds: int, rng: np.random.Generator) -> np.ndarray:
+    """Fold index (0..folds-1) of every row of a regression cross-validation: the rows in a random
+    order (``rng.permutation(n)``) dealt round-robin, so fold sizes differ by at most one."""
+    fold_of = np.empty(n, dtype=np.int64)
+    fold_of[rng.permutation(n)] = np.arange(n) % folds
+    return fold_of
+
+
 def _check_int(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TreegenError(f"{name} must be an integer, got {value!r}")
@@ -82,7 +102,7 @@ def _check_int(name: str, value, minimum: int) -> int:
 
 
 def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray,
-              repeat: int, fold: int, seed: int) -> dict:
+              repeat: int, fold: int, seed: int, task: str = "classification") -> dict:
     est = factory(seed)
     t0 = time.perf_counter()
     try:
@@ -91,10 +111,14 @@ def _run_fold(factory: Callable, X: np.ndarray, y: np.ndarray, train: np.ndarray
         raise TreegenError(f"repetition {repeat}, fold {fold}: {exc}") from None
     seconds = time.perf_counter() - t0
     pred = np.asarray(est.predict(X[test]))
-    acc = float(np.mean(pred == y[test]))
+    if task == "regression":
+        scores = regression_scores(y[test], pred)
+        figures = {"rmse": scores["rmse"], "mae": scores["mae"], "r2": scores["r2"]}
+    else:
+        figures = {"accuracy": float(np.mean(pred == y[test]))}
     trees = est.model_.trees          # an ensemble counts the leaves of all its trees, its deepest tree
     return {
-        "repeat": repeat, "fold": fold, "accuracy": acc, "leaves": int(sum(t.n_leaves for t in trees)),
+        "repeat": repeat, "fold": fold, **figures, "leaves": int(sum(t.n_leaves for t in trees)),
         "depth": int(max(t.depth for t in trees)),
         "train_seconds": seconds, "seed": seed, "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
     }
@@ -116,7 +140,7 @@ def _plain_params(params: dict) -> dict:
 
 def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, *, folds: int = 5,
                    repeats: int = 1, seed: int | None = 0, jobs: int | None = None, dataset: str = "",
-                   on_fold: Callable[[dict], None] | None = None) -> dict:
+                   on_fold: Callable[[dict], None] | None = None, task: str = "classification") -> dict:
     """Repeated stratified K-fold cross-validation of an algorithm.
 
     Parameters
@@ -139,6 +163,8 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
         Name recorded in the result.
     on_fold : callable
         Called in the calling process with each fold's record as it completes (progress bars).
+    task : {'classification', 'regression'}
+        ``regression``: numeric ``y``, shuffled K-fold, RMSE / MAE / R² (module docstring).
 
     A class with fewer members than ``folds`` only triggers a :class:`UserWarning` (as in
     scikit-learn); a training split that ends up with a single class raises :class:`TreegenError`.
@@ -147,7 +173,15 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
         raise DataError("X must be a numeric 2-D array") from None
+    if task not in ("classification", "regression"):
+        raise TreegenError(f"unknown task {task!r} (choose from classification, regression)")
+    regression = task == "regression"
     y = np.asarray(y)
+    if regression:
+        try:
+            y = np.asarray(y.tolist() if y.dtype == object else y, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError("a regression cross-validation needs numeric target values, got text labels") from None
     if X.ndim != 2 or X.shape[0] == 0:
         raise DataError(f"X must be a non-empty 2-D array, got shape {X.shape}")
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
@@ -164,7 +198,7 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
             raise TreegenError("jobs must not be 0 (use 1 for sequential, -1 for all cores)")
 
     if isinstance(algorithm, str):
-        factory = EstimatorFactory(algorithm, params)
+        factory = EstimatorFactory(algorithm, params, task)
         algo_name = algorithm
         params_used = factory(0).get_params()
     elif callable(algorithm):
@@ -176,20 +210,22 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
     else:
         raise TreegenError(f"algorithm must be a name or an estimator factory, got {algorithm!r}")
 
-    classes, counts = np.unique(y, return_counts=True)
-    if classes.shape[0] < 2:
-        raise DataError(f"data has a single class ({classes[0]!r}); at least two are needed")
-    if counts.min() < folds:
-        warnings.warn(f"the least populated class has only {int(counts.min())} member(s), fewer than "
-                      f"folds={folds}", UserWarning, stacklevel=2)
+    if not regression:
+        classes, counts = np.unique(y, return_counts=True)
+        if classes.shape[0] < 2:
+            raise DataError(f"data has a single class ({classes[0]!r}); at least two are needed")
+        if counts.min() < folds:
+            warnings.warn(f"the least populated class has only {int(counts.min())} member(s), fewer than "
+                          f"folds={folds}", UserWarning, stacklevel=2)
 
     tasks = []
     for r in range(repeats):
-        fold_of = stratified_fold_ids(y, folds, np.random.default_rng(seed + r))
+        rng = np.random.default_rng(seed + r)
+        fold_of = kfold_ids(n, folds, rng) if regression else stratified_fold_ids(y, folds, rng)
         for f in range(folds):
             test = np.flatnonzero(fold_of == f)
             train = np.flatnonzero(fold_of != f)
-            tasks.append(delayed(_run_fold)(factory, X, y, train, test, r, f, fold_seed(seed, r, f)))
+            tasks.append(delayed(_run_fold)(factory, X, y, train, test, r, f, fold_seed(seed, r, f), task))
 
     if jobs is not None:
         jobs = capped_jobs(jobs, len(tasks))
@@ -206,6 +242,10 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
         raise
     records.sort(key=lambda d: (d["repeat"], d["fold"]))
 
+    if regression:
+        figures = {"task": "regression", **{k: summary([d[k] for d in records]) for k in ("rmse", "mae", "r2")}}
+    else:
+        figures = {"n_classes": int(classes.shape[0]), "accuracy": summary([d["accuracy"] for d in records])}
     return {
         "dataset": dataset,
         "algorithm": algo_name,
@@ -215,8 +255,7 @@ def cross_validate(X, y, algorithm: str | Callable, params: dict | None = None, 
         "seed": seed,
         "n_rows": int(n),
         "n_features": int(X.shape[1]),
-        "n_classes": int(classes.shape[0]),
-        "accuracy": summary([d["accuracy"] for d in records]),
+        **figures,
         "leaves": summary([d["leaves"] for d in records]),
         "depth": summary([d["depth"] for d in records]),
         "train_seconds": float(sum(d["train_seconds"] for d in records)),

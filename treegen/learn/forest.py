@@ -125,3 +125,43 @@ def oob(trees: list[Tree], in_bag: list[np.ndarray], X: np.ndarray, y: np.ndarra
         return float("nan"), decision, 0
     score = float(np.mean(decision[scored].argmax(axis=1) == y[scored]))
     return score, decision, int(scored.sum())
+
+
+def fit_one_regression(t: int, X: np.ndarray, y: np.ndarray, *, seed: int, base_params: dict,
+                       sample_fraction: float, k: int) -> tuple[Tree, np.ndarray, float]:
+    """Regression tree ``t`` of a forest (CART, squared error, ``k`` features searched per split):
+    (value tree, in-bag mask, seconds). The same bootstrap draws as :func:`fit_one`."""
+    import time
+
+    from treegen.learn.inducers import cart_reg
+
+    t0 = time.perf_counter()
+    rng = tree_rng(seed, t)
+    n, A = X.shape
+    rows = draw_sample(rng, n, sample_fraction)
+    tree, _ = cart_reg.induce(X[rows], y[rows], max_features=k if k < A else None, rng=rng, **base_params)
+    in_bag = np.zeros(n, dtype=bool)
+    in_bag[rows] = True
+    return tree, in_bag, time.perf_counter() - t0
+
+
+def oob_regression(trees: list[Tree], in_bag: list[np.ndarray], X: np.ndarray,
+                   y: np.ndarray) -> tuple[float, np.ndarray, int]:
+    """Out-of-bag R² of a regression forest, each row's out-of-bag mean prediction (NaN: in every
+    sample) and the number of rows scored."""
+    from treegen.core.metrics import regression_scores
+
+    n = X.shape[0]
+    acc = np.zeros(n)
+    seen = np.zeros(n, dtype=np.int64)
+    for tree, bag in zip(trees, in_bag):
+        out = ~bag
+        if out.any():
+            acc[out] += tree.predict_value(X[out])
+            seen[out] += 1
+    scored = seen > 0
+    pred = np.full(n, np.nan)
+    pred[scored] = acc[scored] / seen[scored]
+    if not scored.any():
+        return float("nan"), pred, 0
+    return regression_scores(y[scored], pred[scored])["r2"], pred, int(scored.sum())

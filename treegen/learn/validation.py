@@ -95,3 +95,49 @@ def check_y(y, n_rows: int, owner: str) -> tuple[np.ndarray, np.ndarray]:
         raise DataError(f"training data has a single class ({plain_scalar(classes[0])!r}): one class is not enough, "
                         "at least two are needed")
     return classes, np.searchsorted(classes, y).astype(np.int64)
+
+
+# the label heuristics of fit/cv (a continuous target given to a classifier, class labels to a regressor)
+MANY_LEVELS = 100    # more distinct numeric labels than this look like a continuous target,
+SOME_LEVELS = 20     # and so do more than this many that average fewer than
+ROWS_PER_LEVEL = 5   # rows each (the diabetes target: 214 values in 442 rows; bch: 60 classes, 5665 rows)
+FEW_LEVELS = 10      # at most this many integer levels look like class labels
+
+
+def check_target(y, n_rows: int, owner: str) -> np.ndarray:
+    """The float64 targets of a regressor: one finite number per row (a column vector is flattened
+    with a :class:`DataConversionWarning`)."""
+    if y is None:
+        raise DataError(f"{owner} requires y to be passed, but the target y is None")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the "
+                      "shape of y to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
+        y = y.ravel()
+    if y.ndim != 1:
+        raise DataError(f"y should be a 1d array of target values, got an array of shape {y.shape}")
+    if y.shape[0] != n_rows:
+        raise DataError(f"X has {n_rows} rows but y has {y.shape[0]} values")
+    try:
+        y = np.asarray(y.tolist() if y.dtype == object else y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError("a regressor needs numeric target values, got text labels") from None
+    if not np.all(np.isfinite(y)):
+        raise DataError("target values contain NaN or infinite values")
+    return y
+
+
+def label_kind(labels) -> tuple[str, int]:
+    """``(kind, n_distinct)`` of a label column: ``"text"`` (a string label), ``"continuous"``
+    (numbers with a fractional part, more than :data:`MANY_LEVELS` distinct numbers, or more than
+    :data:`SOME_LEVELS` averaging fewer than :data:`ROWS_PER_LEVEL` rows each), ``"levels"`` (at most
+    :data:`FEW_LEVELS` distinct integers) or ``"discrete"`` (integers in between)."""
+    values = np.asarray(labels, dtype=object).tolist()
+    n_distinct = len(set(values))
+    if any(isinstance(v, str) for v in values):
+        return "text", n_distinct
+    numbers = np.asarray(values, dtype=np.float64)
+    sparse = n_distinct > SOME_LEVELS and len(values) < ROWS_PER_LEVEL * n_distinct
+    if np.any(numbers != np.round(numbers)) or n_distinct > MANY_LEVELS or sparse:
+        return "continuous", n_distinct
+    return ("levels" if n_distinct <= FEW_LEVELS else "discrete"), n_distinct

@@ -653,6 +653,24 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
         ev.vicinal_phi = vicinal_q16.phi_table()
         ev.Xq_int = Xq.astype(np.int64)
         unit = VICINAL_ONE
+    best = evolve(ev, params, callback, unit)
+    fit_scale = ev.n * float(1 << 32) * unit
+    tree = ev.to_tree(best, X)
+    elapsed = time.perf_counter() - t0
+    info = fit_info(best.fit, ev.n, params.max_iter, elapsed, params, ev.stats["rerouted"], ev.stats["evaluations"])
+    if risk == "vicinal":
+        info["fitness"] = best.fit / fit_scale
+        info["risk"] = "vicinal"
+        info["vicinity_sigma2"] = float(vicinity_sigma2)
+        info["training_vicinal_risk"] = vicinal.vicinal_risk(tree, X, y, ev.vicinal_sigma)
+    return tree, info
+
+
+def evolve(ev: Evolver, params: EFTIParams, callback: Callable[[int, float, int, float], None] | None = None,
+           unit: int = 1) -> _Snapshot:
+    """The (1+1) evolution of ``ev`` (a new :class:`Evolver`, or a subclass with another fitness) for
+    ``params.max_iter`` iterations: the best individual's snapshot (module docstring; ``callback`` as
+    :func:`induce`, ``unit``: the unit of the fitness' "hits")."""
     ev.init_root()
     ev.evaluate_current()
     best = ev.snapshot()
@@ -702,15 +720,7 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
             callback(it + 1, best.fit / fit_scale, n_leaves_best, acc_best)
     if callback:
         callback(params.max_iter, best.fit / fit_scale, n_leaves_best, acc_best)
-    tree = ev.to_tree(best, X)
-    elapsed = time.perf_counter() - t0
-    info = fit_info(best.fit, ev.n, params.max_iter, elapsed, params, ev.stats["rerouted"], ev.stats["evaluations"])
-    if risk == "vicinal":
-        info["fitness"] = best.fit / fit_scale
-        info["risk"] = "vicinal"
-        info["vicinity_sigma2"] = float(vicinity_sigma2)
-        info["training_vicinal_risk"] = vicinal.vicinal_risk(tree, X, y, ev.vicinal_sigma)
-    return tree, info
+    return best
 
 
 def fit_info(fitness_int: int, n: int, iterations: int, elapsed: float, params: EFTIParams, rerouted: int,
