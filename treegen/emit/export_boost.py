@@ -16,6 +16,7 @@ from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 from treegen.emit.lower_boost import (c_float, lower_boost, lower_boost_q15, predict_class, predict_raw,
                                       predict_raw_q15)
+from treegen.emit.options import resolve_variant
 from treegen.emit.report import ExportReport
 from treegen.emit.size import measure_size
 
@@ -52,7 +53,7 @@ def boost_context(model, tb, *, name: str, target_name: str) -> dict:
 
 def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str = "f32", layout: str = "table",
                  data=None, measure: bool = True, force: bool = False, lib_layout: str = "plain",
-                 example: bool = False) -> ExportReport:
+                 example: bool = False, variant: str = "auto") -> ExportReport:
     """Write ``<name>.h`` / ``<name>.c`` of a vote-'sum' model into ``out_dir`` (see the module text)."""
     if dtype not in ("f32", "q15"):
         raise TreegenError(f"unknown dtype {dtype!r} for a boosted (vote sum) model (f32 or q15)")
@@ -63,7 +64,9 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
     tgt = target if isinstance(target, _targets.Target) else _targets.get(target)
     ident = c_identifier(name or "model")
     if dtype == "q15":
-        return _export_q15(model, out_dir, tgt, ident, data, measure, force)
+        # integer compares and adds only: every variant runs the same C; the report names the one asked
+        # for (the firmware announces it)
+        return _export_q15(model, out_dir, tgt, ident, data, measure, force, resolve_variant(variant, tgt, "q15"))
     tb = lower_boost(model)
     agreement = None
     if data is not None:
@@ -144,7 +147,7 @@ def q15_context(model, tq, *, name: str, target_name: str) -> dict:
     }
 
 
-def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: bool) -> ExportReport:
+def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: bool, variant: str) -> ExportReport:
     """Q15 inputs, integer leaf values and sums (:class:`~treegen.emit.lower_boost.BoostQ15`)."""
     tq = lower_boost_q15(model)
     agreement = None
@@ -179,7 +182,7 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
     trees = [{"kind": "axis", "n_internal": int(t.n_internal), "n_leaves": int(t.n_leaves), "depth": int(t.depth),
               "acc_bits": 32, "acc_bound": None, "exact": False} for t in model.trees]
     return ExportReport(
-        name=ident, target=tgt.name, layout="table", dtype="q15", variant="scalar", model_hash=model.hash(),
+        name=ident, target=tgt.name, layout="table", dtype="q15", variant=variant, model_hash=model.hash(),
         files=[str(p) for p in texts], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
         acc_bits=32, exact=False, unresolved_rows=[],
         field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]},
