@@ -9,7 +9,8 @@ Usage::
     (also: python bench/import_exactness.py --boosted ..., python bench/codegen_vs_peers.py --boosted ...)
 
 ``exactness``: every family (XGBoost, LightGBM, scikit-learn GradientBoosting, HistGradientBoosting:
-classifiers and regressors; scikit-learn Decision/RandomForest/ExtraTrees regressors) on the
+classifiers and regressors; scikit-learn Decision/RandomForest/ExtraTrees regressors; ONNX-ML: the
+GradientBoosting models converted by skl2onnx, run by onnxruntime with one thread) on the
 classification sets breast_cancer, wine, iris, digits, wide, pid and the regression sets diabetes,
 friedman1, wide_reg (a stratified / plain 70/30 split, seed 0). Row sets (float32 values): ``test``;
 ``random`` (``--random-rows`` uniform in the training range, seed 1); ``threshold`` (for every split,
@@ -124,6 +125,51 @@ def load(name: str):
     return data[:, :-1].astype(np.float64), data[:, -1]
 
 
+class OnnxOf:
+    """A scikit-learn gradient-boosting model converted by skl2onnx and run by onnxruntime (one intra-op
+    thread): ``predict`` is onnxruntime's label / value, ``raw`` its scores with ``post_transform``
+    NONE (the raw score the importer reproduces)."""
+
+    def __init__(self, est):
+        self.est = est
+
+    def fit(self, X, y):
+        from skl2onnx import to_onnx
+        self.est.fit(X, y)
+        opts = {"zipmap": False} if hasattr(self.est, "classes_") else None
+        self.onnx_model = to_onnx(self.est, X[:1].astype(np.float32), options=opts)
+        if hasattr(self.est, "classes_"):
+            self.classes_ = self.est.classes_
+        return self
+
+    def _session(self, raw: bool):
+        import onnx
+        import onnxruntime as ort
+
+        from treegen.emit.importers.onnx_ml import onnx_tree_node
+        m = onnx.ModelProto()
+        m.CopyFrom(self.onnx_model)
+        if raw:
+            for a in onnx_tree_node(m).attribute:
+                if a.name == "post_transform":
+                    a.s = b"NONE"
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+    def run(self, Z, raw: bool):
+        sess = self._session(raw)
+        return sess.run(None, {sess.get_inputs()[0].name: np.asarray(Z, dtype=np.float32)})
+
+    def predict(self, Z):
+        out = self.run(Z, raw=False)[0]
+        return out.reshape(-1) if hasattr(self, "classes_") else out.reshape(-1).astype(np.float32)
+
+    def raw(self, Z, n_outputs: int):
+        out = self.run(Z, raw=True)
+        return out[0].reshape(len(Z), -1) if not hasattr(self, "classes_") else out[1][:, -n_outputs:]
+
+
 def families(task: str, trees: int):
     import lightgbm as lgb
     import xgboost as xgb
@@ -139,6 +185,8 @@ def families(task: str, trees: int):
                                                                                random_state=0),
             "HistGradientBoostingClassifier": lambda: E.HistGradientBoostingClassifier(max_iter=trees,
                                                                                        random_state=0),
+            "ONNX(GradientBoostingClassifier)": lambda: OnnxOf(E.GradientBoostingClassifier(
+                n_estimators=trees, max_depth=3, random_state=0)),
         }
     return {
         "XGBRegressor": lambda: xgb.XGBRegressor(n_estimators=trees, max_depth=4, n_jobs=1, random_state=0),
@@ -147,6 +195,8 @@ def families(task: str, trees: int):
         "GradientBoostingRegressor": lambda: E.GradientBoostingRegressor(n_estimators=trees, max_depth=3,
                                                                          random_state=0),
         "HistGradientBoostingRegressor": lambda: E.HistGradientBoostingRegressor(max_iter=trees, random_state=0),
+        "ONNX(GradientBoostingRegressor)": lambda: OnnxOf(E.GradientBoostingRegressor(n_estimators=trees, max_depth=3,
+                                                                                      random_state=0)),
         "DecisionTreeRegressor": lambda: DecisionTreeRegressor(max_depth=8, random_state=0),
         "RandomForestRegressor": lambda: E.RandomForestRegressor(n_estimators=10, max_depth=8, random_state=0),
         "ExtraTreesRegressor": lambda: E.ExtraTreesRegressor(n_estimators=10, max_depth=8, random_state=0),
@@ -159,6 +209,9 @@ def importer(est):
     from treegen.emit.importers.sklearn_values import parse_sklearn_values
     from treegen.emit.importers.xgboost_json import parse_xgboost
 
+    if isinstance(est, OnnxOf):
+        from treegen.emit.importers.onnx_ml import from_onnx, parse_onnx
+        return (lambda e, X=None: from_onnx(e.onnx_model, X=X)), (lambda e: parse_onnx(e.onnx_model))
     mod = type(est).__module__.split(".")[0]
     if mod == "xgboost":
         return from_xgboost, parse_xgboost
@@ -169,6 +222,9 @@ def importer(est):
 
 def library_raw(est, Z: np.ndarray) -> np.ndarray:
     """The library's own raw score (n_rows, n_outputs), in its precision."""
+    if isinstance(est, OnnxOf):
+        n_out = len(est.classes_) if hasattr(est, "classes_") and len(est.classes_) > 2 else 1
+        return est.raw(Z, n_out).astype(np.float32)
     mod = type(est).__module__.split(".")[0]
     if mod == "xgboost":
         import xgboost as xgb
@@ -268,6 +324,8 @@ def run_exactness(args) -> int:
             strat = y if task == "classification" else None
             X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=strat)
             for fam, make in families(task, args.trees).items():
+                if args.families and not any(f in fam for f in args.families.split(",")):
+                    continue
                 key = f"{ds}/{fam}"
                 est = make().fit(X_tr, y_tr)
                 imp, parse = importer(est)
@@ -461,6 +519,7 @@ def main(argv=None) -> int:
     ap.add_argument("--random-rows", type=int, default=20000)
     ap.add_argument("--trees", type=int, default=None, help="trees per model (exactness 30, peers 100)")
     ap.add_argument("--no-target", action="store_true", help="exactness: skip the qemu-m4 runs")
+    ap.add_argument("--families", default=None, help="exactness: comma-separated substrings of family names")
     ap.add_argument("--out", default=None)
     ap.add_argument("--keep", default=None, help="keep the generated C and ELF files in this directory")
     args = ap.parse_args(argv)
