@@ -321,6 +321,8 @@ def run_exactness(args) -> int:
     for task, sets in (("classification", args.cls_sets), ("regression", args.reg_sets)):
         for ds in sets:
             X, y = load(ds)
+            if task == "classification":       # labels 0..K-1 (XGBoost's requirement; the same for all)
+                y = np.searchsorted(np.unique(y), y)
             strat = y if task == "classification" else None
             X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0, stratify=strat)
             for fam, make in families(task, args.trees).items():
