@@ -30,10 +30,12 @@ def test_hints_between_classification_and_regression(capsys, diab_csv, tmp_path)
     labels.write_text("a,b,class\n" + "".join(f"{i},{i % 7},{i % 3}\n" for i in range(40)))
     assert "--task classification" in assert_user_error(
         capsys, ["fit", labels, "--algo", "cart", "--task", "regression", "-o", tmp_path / "m.json"], "3 integer levels")
-    assert_user_error(capsys, ["fit", diab_csv, "--algo", "efti", "--task", "regression", "-o", tmp_path / "m.json"],
+    assert_user_error(capsys, ["fit", diab_csv, "--algo", "id3", "--task", "regression", "-o", tmp_path / "m.json"],
                       "no regression variant")
     assert_user_error(capsys, ["cv", diab_csv, "--algo", "cart", "--task", "regression", "--criterion", "gini"],
                       "--criterion does not apply to --algo cart --task regression")
+    assert_user_error(capsys, ["compare", diab_csv, "--algos", "cart", "--json", tmp_path / "c.json"],
+                      "compare handles classifiers only")
 
 
 def test_fit_show_predict_eval_cv_and_plots(capsys, diab_csv, tmp_path):

@@ -104,3 +104,48 @@ def test_fixed_point_mean_rounds_half_away_from_zero():
     assert frac_bits_for(1.0) == 30 and frac_bits_for(0.0) == 0 and frac_bits_for(2**31 - 1) == 0
     with pytest.raises(Exception, match="exceed the int32 range"):
         frac_bits_for(2.0**32)
+
+
+def test_arduino_example_of_a_regression_model_runs(models, tmp_path):
+    """The Arduino layout's example sketch prints values and finds no row differing from Python (host C++
+    build with the stub core of tests/c/arduino_stub), for q15 and f32."""
+    from pathlib import Path
+
+    X, fitted = models
+    stub = Path(__file__).resolve().parents[1] / "c" / "arduino_stub"
+    gcc, gxx = require("gcc"), require("g++")
+    for dtype in ("q15", "f32"):
+        lib = tmp_path / dtype / "m"
+        export_model(fitted["forest"], lib, target="native", dtype=dtype, name="m", measure=False,
+                     lib_layout="arduino", example=True, data=(X, None))
+        src, build = lib / "src", tmp_path / dtype / "build"
+        build.mkdir()
+        run_cc([gcc, *STRICT_CFLAGS, "-O2", "-I", str(src), "-c", str(src / "m.c"), "-o", str(build / "m.o")])
+        cxx = [gxx, "-std=gnu++11", "-Wall", "-Wextra", "-Werror", "-Wconversion", "-O2", "-I", str(stub),
+               "-I", str(src)]
+        run_cc([*cxx, "-x", "c++", "-c", str(lib / "examples" / "m" / "m.ino"), "-o", str(build / "sketch.o")])
+        run_cc([*cxx, "-c", str(stub / "main.cpp"), "-o", str(build / "core.o")])
+        run_cc([gxx, str(build / "sketch.o"), str(build / "core.o"), str(build / "m.o"), "-o", str(build / "exe")])
+        out = subprocess.run([str(build / "exe")], capture_output=True, text=True, timeout=30).stdout
+        assert out.endswith("0 of 4 rows differ from the Python model\n") and ": value " in out, out
+
+
+def test_vote_option_is_refused_for_a_regression_model(models, tmp_path):
+    from treegen.core.errors import TreegenError
+
+    with pytest.raises(TreegenError, match="--vote soft applies to classification ensembles"):
+        export_model(models[1]["forest"], tmp_path, target="native", vote="soft", measure=False)
+
+
+def test_additive_models_are_refused_not_exported_as_classes(tmp_path):
+    from treegen.core.errors import TreegenError
+    from treegen.core.model import Model
+    from treegen.core.scaling import InputScaling
+    from treegen.core.tree import LEAF, Tree
+
+    stump = Tree(np.array([[1.0], [0.0], [0.0]]), np.array([0.5, 0, 0]), [1, LEAF, LEAF], [2, LEAF, LEAF],
+                 np.zeros(3), np.zeros((3, 1)), leaf_value=np.array([0.0, -1.0, 1.0]))
+    m = Model([stump], ["a"], [0, 1], InputScaling(np.zeros(1), np.ones(1), "minmax"), vote="sum",
+              boost={"base_score": [0.0], "tree_output": [0], "link": "logistic", "sum_dtype": "float32"})
+    with pytest.raises(TreegenError, match="boosted, vote 'sum'"):
+        export_model(m, tmp_path, target="native", measure=False)

@@ -151,3 +151,15 @@ def add_csv_options(p) -> None:
 def csv_options(args) -> dict:
     """The CSV reading options of a command line, as keyword arguments of the data loaders."""
     return {"delimiter": getattr(args, "delimiter", ","), "header": not getattr(args, "no_header", False)}
+
+
+def refuse_continuous_labels(ds, path, command: str) -> None:
+    """``command`` (compare, tune) classifies: a label column that looks like a continuous target
+    (:func:`treegen.learn.validation.label_kind`) is refused with one line naming the regression commands."""
+    from treegen.core.errors import DataError
+    from treegen.learn.validation import label_kind
+
+    kind, n = label_kind(ds.labels)
+    if kind == "continuous":
+        raise DataError(f"{path}: the label column {ds.label_name!r} has {n} distinct numeric values, a continuous "
+                        f"target: {command} handles classifiers only (regression: treegen fit/cv --task regression)")

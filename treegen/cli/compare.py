@@ -17,7 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from treegen.cli.common import int_at_least, int_range, scheduler_address
+from treegen.cli.common import int_at_least, int_range, refuse_continuous_labels, scheduler_address
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
 from treegen.core.errors import TreegenError
@@ -228,6 +228,7 @@ def cmd_compare(args) -> int:
     data, info = [], []
     for path in paths:
         ds = load_csv(path, label=args.label)
+        refuse_continuous_labels(ds, path, "compare")
         d = _cmp.CompareData(dataset_name(path), ds.X, ds.labels)
         data.append(d)
         info.append({"name": d.name, "file": path.name, "n_rows": ds.n_rows, "n_features": ds.n_features,

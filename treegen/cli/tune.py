@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from treegen.cli.common import int_at_least, int_range, positive_float, table
+from treegen.cli.common import int_at_least, int_range, positive_float, refuse_continuous_labels, table
 from treegen.cli.compare import add_scheduler_option, dataset_name, resolve_dataset
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
@@ -146,6 +146,7 @@ def cmd_tune(args) -> int:
         args.workers = available_cores()
     algos = [a.strip() for a in args.algos.split(",") if a.strip()] if args.algos else None
     ds = load_csv(path, label=args.label)
+    refuse_continuous_labels(ds, path, "tune")
     bars = {}
 
     def on_progress(stage, done, total):

@@ -66,6 +66,8 @@ def check_options(model, *, target, layout: str, dtype: str, variant: str, vote:
         if n > INT16_LIMIT:  # the C counts them in int, which may have 16 bits (AVR)
             raise TreegenError(f"model has {n} {what}; the generated C supports at most {INT16_LIMIT}")
     ident = c_identifier(name) if name is not None else default_name(model)
+    if model.vote == "sum":
+        raise TreegenError("exporting an additive (boosted, vote 'sum') model is not supported yet")
     if model.vote in ("mean", "sum") and vote != "auto":
         raise TreegenError(f"--vote {vote} applies to classification ensembles; this model combines its trees by "
                            f"{model.vote!r}")

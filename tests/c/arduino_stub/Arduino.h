@@ -14,6 +14,10 @@ public:
     void print(int v) { printf("%d", v); }
     void println(const char *s) { printf("%s\n", s); }
     void println(int v) { printf("%d\n", v); }
+    void print(long v) { printf("%ld", v); }
+    void println(long v) { printf("%ld\n", v); }
+    void print(double v, int digits) { printf("%.*f", digits, v); }
+    void println(double v, int digits) { printf("%.*f\n", digits, v); }
 };
 
 extern TgStubSerial Serial;

@@ -88,11 +88,6 @@ class RegressionEvolver(efti.Evolver):
         fit, hits, dom = self._score(counts)
         return fit, hits, dom, counts, leaf_of
 
-    def _grow(self) -> None:
-        super()._grow()
-        if self.counts.shape[1] != 3:        # (the base class grows its counts with C = 3 columns already)
-            raise TreegenError("internal: regression statistics lost their shape")
-
     def to_value_tree(self, s, X01: np.ndarray, y: np.ndarray) -> Tree:
         """Snapshot -> value tree (pre-order, exact float weights), leaves = mean target of their rows."""
         order: list[int] = []
