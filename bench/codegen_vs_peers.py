@@ -6,6 +6,7 @@ Usage::
     python bench/codegen_vs_peers.py [--datasets breast_cancer,bcw,ttt,pid] [--base-rows 8]
                                      [--targets qemu-m4,qemu-m33,qemu-m55]
                                      [--out bench/results/codegen_vs_peers] [--keep DIR]
+    python bench/codegen_vs_peers.py --boosted [--trees 100]   # XGBoost / LightGBM: bench/boosted.py peers
 
 For every dataset one ``sklearn.tree.DecisionTreeClassifier(random_state=0)`` (gini, fully grown)
 is fitted on all rows: scikit-learn's ``breast_cancer`` (float data) and the shared ``bcw``, ``ttt``,
@@ -200,6 +201,11 @@ def measure(impl: str, kind: str, clf, model, name: str, X: np.ndarray, T: np.nd
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--boosted" in argv:        # imported boosted / regression models (issue #25): bench/boosted.py
+        sys.path.insert(0, str(REPO / "bench"))
+        import boosted
+        return boosted.main(["peers", *(a for a in argv if a != "--boosted")])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=DEFAULT_DATASETS)
     ap.add_argument("--base-rows", type=int, default=8, help="training rows per threshold side (threshold rows)")

@@ -7,6 +7,7 @@ Usage::
     python bench/import_exactness.py [--datasets breast_cancer,wine,iris,digits,wide,pid]
                                      [--random-rows 20000] [--trees 10] [--big-forest]
                                      [--out bench/results/import_exactness]
+    python bench/import_exactness.py --boosted [...]   # boosted / regression families: bench/boosted.py exactness
 
 Per dataset: a stratified 70/30 split (seed 0); ``DecisionTreeClassifier(random_state=0)`` and
 ``RandomForestClassifier(n_estimators=--trees, random_state=0)`` fitted on the training part;
@@ -178,8 +179,8 @@ def host_agreement(sources, config: str, extra: list, kind: str, model, sets: di
             cmd = ["gcc", "-O2", "-std=c99", f"-I{d}", "-c", str(src), "-o", str(obj)]
         subprocess.run(cmd, check=True, capture_output=True)
         objs.append(obj)
-    subprocess.run(["gcc", "-O2", "-std=c99", f"-I{d}", str(d / "host_driver.c"), *map(str, objs), "-o", str(exe)],
-                   check=True, capture_output=True)
+    subprocess.run(["gcc", "-O2", "-std=c99", f"-I{d}", str(d / "host_driver.c"), *map(str, objs), "-o", str(exe),
+                    "-lm"], check=True, capture_output=True)     # -lm: peers calling exp (boosted models)
     out = {}
     for name, rows in sets.items():
         inputs_for(kind, rows, model).tofile(d / "rows.bin")
@@ -231,6 +232,11 @@ def measure(impl: str, kind: str, est, model, name: str, sets: dict, expect: dic
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--boosted" in argv:        # imported boosted / regression models (issue #25): bench/boosted.py
+        sys.path.insert(0, str(REPO / "bench"))
+        import boosted
+        return boosted.main(["exactness", *(a for a in argv if a != "--boosted")])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=DEFAULT_DATASETS)
     ap.add_argument("--random-rows", type=int, default=20000)

@@ -64,7 +64,8 @@ def board(target: str) -> Board:
 
 M4 = Board("qemu-m4", BOARD, CPU_FLAGS_M4)
 COMMON_FLAGS = ("-std=c99", "-Wall", "-ffunction-sections", "-fdata-sections")
-LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=rdimon.specs", "-Wl,--gc-sections")
+LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=rdimon.specs", "-Wl,--gc-sections",
+              "-lm")       # libm after the sources: peers whose C calls exp (m2cgen's boosted models)
 QEMU_ICOUNT = ("-icount", "shift=0,align=off,sleep=off")
 
 

@@ -137,7 +137,7 @@ def test_vote_option_is_refused_for_a_regression_model(models, tmp_path):
         export_model(models[1]["forest"], tmp_path, target="native", vote="soft", measure=False)
 
 
-def test_additive_models_are_refused_not_exported_as_classes(tmp_path):
+def test_additive_models_take_the_boosted_export_not_the_class_one(tmp_path):
     from treegen.core.errors import TreegenError
     from treegen.core.model import Model
     from treegen.core.scaling import InputScaling
@@ -147,5 +147,9 @@ def test_additive_models_are_refused_not_exported_as_classes(tmp_path):
                  np.zeros(3), np.zeros((3, 1)), leaf_value=np.array([0.0, -1.0, 1.0]))
     m = Model([stump], ["a"], [0, 1], InputScaling(np.zeros(1), np.ones(1), "minmax"), vote="sum",
               boost={"base_score": [0.0], "tree_output": [0], "link": "logistic", "sum_dtype": "float32"})
-    with pytest.raises(TreegenError, match="boosted, vote 'sum'"):
-        export_model(m, tmp_path, target="native", measure=False)
+    # vote 'sum' goes to the boosted export (treegen.emit.export_boost): integer sums for Q15 inputs ...
+    rep = export_model(m, tmp_path / "q", target="native", measure=False)
+    assert rep.dtype == "q15" and rep.vote.startswith("sum (int32_t")
+    # ... and its float32 export needs the source thresholds of an imported model
+    with pytest.raises(TreegenError, match="needs its source thresholds"):
+        export_model(m, tmp_path / "f", target="native", dtype="f32", measure=False)

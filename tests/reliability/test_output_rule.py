@@ -42,6 +42,7 @@ BASE = {
     "flash": {"model": "in:model", "target": "qemu-m4", "output": "out:fw"},
     "hil": {"model": "in:model", "target": "native", "data": "in:data", "output": "out:hil", "quiet": True},
     "plot": {"kind": "tree", "inputs": ["in:model"], "output": "out:t.svg"},
+    "import": {"source": "in:foreign-model", "output": "out:m.json"},
     "tune": {"data": "in:dataset", "target": "native", "algos": "cart", "candidates": "1", "workers": "1",
              "output": "out:best.json", "quiet": True},
 }
@@ -95,8 +96,34 @@ def files(tmp_path_factory):
     assert cli.main(["cv", str(d / "d.csv"), "--algo", "cart", "--folds", "2", "-q", "--json", str(d / "r.json")]) == 0
     (d / "p.json").write_text('{"cart": {}}\n')
     shutil.copy(ROOT / "targets" / "native.toml", d / "t.toml")
+    (d / "lgb.txt").write_text(LIGHTGBM_TEXT)
     return {"model": d / "m.json", "data": d / "d.csv", "model-or-data": d / "m.json", "dataset": d / "d.csv",
-            "report": d / "r.json", "params": d / "p.json", "target": d / "t.toml"}
+            "report": d / "r.json", "params": d / "p.json", "target": d / "t.toml", "foreign-model": d / "lgb.txt"}
+
+
+#: a one-split LightGBM regression model text (what treegen import reads), written without LightGBM
+LIGHTGBM_TEXT = """tree
+version=v4
+num_class=1
+num_tree_per_iteration=1
+label_index=0
+max_feature_idx=3
+objective=regression
+feature_names=a b c d
+
+Tree=0
+num_leaves=2
+num_cat=0
+split_feature=2
+threshold=2.5
+decision_type=2
+left_child=-1
+right_child=-2
+leaf_value=1 2
+shrinkage=1
+
+end of trees
+"""
 
 
 def _resolve(values: dict, files: dict, into, inputs_dir) -> dict:

@@ -159,7 +159,10 @@ def cmd_export(args) -> int:
         print(f"                ({rep.size_note})")
     _print_linked(rep)
     agr = rep.agreement
-    if agr is not None and rep.task == "regression":
+    if agr is not None and "raw_bit_equal" in agr:    # boosted (vote sum) f32: the C mirror's raw scores vs the model's
+        cls = f", classes {100 * agr['class_agreement']:.2f} %" if "class_agreement" in agr else ""
+        print(f"agreement       raw scores bit-equal on {100 * agr['raw_bit_equal']:.2f} % of {agr['rows']} rows{cls}")
+    elif agr is not None and rep.task == "regression":
         key = "fixed" if rep.dtype == "q15" else "f32"
         print(f"difference      RMSE {agr[f'{key}_vs_float_rmse']:.3g}, max {agr[f'{key}_vs_float_max_abs']:.3g} "
               f"{'fixed-point' if key == 'fixed' else 'float32'} vs float  ({agr['rows']} rows)")

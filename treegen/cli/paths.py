@@ -13,7 +13,8 @@ from treegen.core.output import STDOUT, Output, check_paths, stdout_for_data
 from treegen.core.targets import targets_dir
 
 #: what an input argument holds (the reliability tests pick a file of that kind for it)
-INPUT_KINDS = ("model", "data", "model-or-data", "dataset", "report", "params", "target")
+INPUT_KINDS = ("model", "data", "model-or-data", "dataset", "report", "params", "target",
+               "foreign-model")   # another library's model file (treegen import)
 
 
 def input_(action: argparse.Action, kind: str) -> argparse.Action:

@@ -134,6 +134,8 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
     else:
         Xq = np.asarray(model.scaling.to_q15(np.asarray(X_raw, dtype=np.float64)), dtype=np.int64)
     proba = None
+    if model.vote == "sum":           # boosted models: the integer sums of the q15 boosted export
+        return _boost_reference(model, Xq, labels)
     if model.is_regression:
         return _value_reference(model, Xq, labels)
     if len(model.trees) > 1 and model.vote == "soft":   # the firmware's soft vote (fixed point)
@@ -152,6 +154,27 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
         known = {repr(c): i for i, c in enumerate(model.classes)}
         y = np.array([known.get(repr(v), -1) for v in labels], dtype=np.int64)
     return Reference(Xq, fixed, floating, y, proba)
+
+
+def _boost_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
+    """A boosted (vote 'sum') model: the int32 sums of :func:`treegen.emit.lower_boost.lower_boost_q15`
+    (what its q15 export runs): classes from them, or the regression value in units of 2^-frac_bits."""
+    from treegen.emit.lower_boost import lower_boost_q15, predict_raw_q15
+
+    tq = lower_boost_q15(model)
+    raw = predict_raw_q15(tq, Xq)
+    Xn = Xq.astype(np.float64) / 32768.0
+    if model.is_regression:
+        floating = model.predict_value_normalised(Xn)
+        y = None if labels is None else np.asarray(np.asarray(labels, dtype=object).tolist(), dtype=np.float64)
+        return Reference(Xq, raw[:, 0].astype(np.int64), None, None, None, floating, tq.frac_bits, y)
+    fixed = (raw[:, 0] > 0).astype(np.int64) if raw.shape[1] == 1 else raw.argmax(axis=1).astype(np.int64)
+    floating = np.asarray(model.predict_index_normalised(Xn), dtype=np.int64)
+    y = None
+    if labels is not None:
+        known = {repr(c): i for i, c in enumerate(model.classes)}
+        y = np.array([known.get(repr(v), -1) for v in np.asarray(labels, dtype=object).tolist()], dtype=np.int64)
+    return Reference(Xq, fixed, floating, y, None)
 
 
 def _value_reference(model: Model, Xq: np.ndarray, labels) -> Reference:

@@ -99,6 +99,10 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     ``measure``: size the compiled object; ``link`` (with ``measure``): also link the size probes
     (:func:`treegen.emit.size.measure_linked`; four links, skipped by callers that only need the object).
     """
+    if model.vote == "sum":          # additive (boosted) models: their own float32 export
+        from treegen.emit.export_boost import export_boost
+        return export_boost(model, out_dir, target=target, name=name, dtype=dtype, layout=layout, data=data,
+                            measure=measure, force=force, lib_layout=lib_layout, example=example, variant=variant)
     tgt, variant, ident, vote = check_options(model, target=target, layout=layout, dtype=dtype, variant=variant,
                                               vote=vote, lib_layout=lib_layout, name=name)
     if Path(out_dir).exists() and not Path(out_dir).is_dir():

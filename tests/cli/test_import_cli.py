@@ -1,0 +1,77 @@
+"""``treegen import FILE -o MODEL.json`` (issue #25): XGBoost JSON/UBJSON and LightGBM model text files,
+pickles only with --trust-pickle; bad files -> one line, exit 2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import assert_user_error, run_cli
+from treegen.core.model import load
+
+pytest.importorskip("sklearn")
+xgb = pytest.importorskip("xgboost")
+lgb = pytest.importorskip("lightgbm")
+joblib = pytest.importorskip("joblib")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    d = tmp_path_factory.mktemp("import")
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = X[::3], y[::3]
+    xc = xgb.XGBClassifier(n_estimators=6, max_depth=2, n_jobs=1).fit(X, y)
+    xc.get_booster().save_model(d / "x.json")
+    xc.get_booster().save_model(d / "x.ubj")
+    lc = lgb.LGBMClassifier(n_estimators=6, num_leaves=4, verbose=-1, n_jobs=1).fit(X, y)
+    lc.booster_.save_model(d / "l.txt")
+    gb = GradientBoostingRegressor(n_estimators=4, max_depth=2).fit(X, y.astype(float))
+    joblib.dump(gb, d / "gb.joblib")
+    header = ",".join([f"f{i}" for i in range(X.shape[1])] + ["label"])
+    np.savetxt(d / "train.csv", np.column_stack([X, y]), delimiter=",", header=header, comments="")
+    return d, X, y, xc, lc, gb
+
+
+def test_import_xgboost_and_lightgbm_files(files, capsys):
+    d, X, y, xc, lc, _ = files
+    for src, est in (("x.json", xc), ("x.ubj", xc), ("l.txt", lc)):
+        code, out, err = run_cli(capsys, ["import", d / src, "-o", d / f"{src}.model.json",
+                                          "--data", d / "train.csv"])
+        assert code == 0, err
+        assert "trees, 30 features, 2 classes, vote sum" in out and "library decision: class 1 iff raw >" in out
+        model = load(d / f"{src}.model.json")
+        assert np.array_equal(model.predict(X), est.predict(X))
+        assert model.scaling.method == "minmax" and model.handles_missing
+    code, out, err = run_cli(capsys, ["export", d / "x.json.model.json", "--target", "cortex-m4", "--dtype", "f32",
+                                      "-o", d / "x_c", "--data", d / "train.csv"])
+    assert code == 0, err
+    assert "exact           yes" in out and "raw scores bit-equal on 100.00 % of 190 rows, classes 100.00 %" in out
+
+
+def test_pickles_need_trust(files, capsys):
+    d, X, _, _, _, gb = files
+    assert_user_error(capsys, ["import", d / "gb.joblib", "-o", d / "gb.json"], "pass --trust-pickle")
+    assert not (d / "gb.json").exists()
+    code, out, err = run_cli(capsys, ["import", d / "gb.joblib", "--trust-pickle", "-o", d / "gb.json"])
+    assert code == 0, err
+    assert "regression" in out
+    assert np.array_equal(load(d / "gb.json").predict(X), gb.predict(X))
+
+
+def test_bad_files(files, capsys, tmp_path):
+    d = files[0]
+    assert_user_error(capsys, ["import", d / "train.csv", "-o", tmp_path / "m.json"], "not a model file treegen can import")
+    assert_user_error(capsys, ["import", tmp_path / "none.json", "-o", tmp_path / "m.json"], "model file not found")
+    (tmp_path / "bad.json").write_text('{"learner": {"objective": {"name": "rank:pairwise"}}, "version": [3]}')
+    assert_user_error(capsys, ["import", tmp_path / "bad.json", "-o", tmp_path / "m.json"], "not an XGBoost model")
+    (tmp_path / "bad.ubj").write_bytes(b"{L\x00\x00\x00\x00\x00\x00\x00\x05learn}")
+    assert_user_error(capsys, ["import", tmp_path / "bad.ubj", "-o", tmp_path / "m.json"], "is not an XGBoost model")
+    (tmp_path / "bad.txt").write_text("tree\nversion=v4\nmax_feature_idx=2\nobjective=lambdarank\n\nTree=0\n")
+    assert_user_error(capsys, ["import", tmp_path / "bad.txt", "-o", tmp_path / "m.json"],
+                      "objective 'lambdarank' cannot be imported")
+    (tmp_path / "p.pkl").write_bytes(b"\x80\x04garbage")
+    assert_user_error(capsys, ["import", tmp_path / "p.pkl", "--trust-pickle", "-o", tmp_path / "m.json"],
+                      "cannot unpickle")

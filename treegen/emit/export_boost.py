@@ -1,0 +1,193 @@
+"""``treegen export`` of an additive (vote "sum", boosted) model: the float32 C of
+:mod:`treegen.emit.lower_boost`, rendered from ``templates/c/boost.{h,c}.j2``.
+
+Passes as :mod:`treegen.emit.export`: lower (:func:`~treegen.emit.lower_boost.lower_boost`), check (its
+Python mirror against the model on the data and example rows), render + write, measure (the compiled
+object), report (:class:`~treegen.emit.report.ExportReport`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from treegen.core import targets as _targets
+from treegen.core.codegen import c_identifier, is_generated, prepare_out_dir, render
+from treegen.core.errors import TreegenError
+from treegen.core.version import __version__
+from treegen.emit.lower_boost import (c_float, lower_boost, lower_boost_q15, predict_class, predict_raw,
+                                      predict_raw_q15)
+from treegen.emit.options import resolve_variant
+from treegen.emit.report import ExportReport
+from treegen.emit.size import measure_size
+
+PER_ROW = 8
+
+
+def _rows(items: list[str]) -> list[str]:
+    return [", ".join(items[i:i + PER_ROW]) + "," for i in range(0, len(items), PER_ROW)]
+
+
+def boost_context(model, tb, *, name: str, target_name: str) -> dict:
+    f32_sum = tb.sum_dtype == "float32"
+    feat_c = "uint8_t" if tb.feat_bits == 8 else "uint16_t"
+    right_c = "uint16_t" if tb.right_bits == 16 else "uint32_t"
+    suffix = "u"
+    return {
+        "name": name, "NAME": name.upper(), "version": __version__, "model_hash": model.hash(),
+        "source": str(model.metadata.get("source", "?")), "target_name": target_name,
+        "n_features": model.n_features, "n_outputs": tb.n_outputs, "n_trees": tb.n_trees, "n_nodes": tb.n_nodes,
+        "n_values": int(tb.values.shape[0]), "task": model.task, "f32_sum": f32_sum,
+        "sum_c": "float" if f32_sum else "double", "feat_c": feat_c, "right_c": right_c,
+        "leaf_code": tb.leaf_code, "routes_missing": tb.routes_missing,
+        "features": [{"index": i, "name": n} for i, n in enumerate(model.feature_names)],
+        "classes": [{"index": i, "label": str(c)} for i, c in enumerate(model.classes)],
+        "feat_rows": _rows([f"{int(v)}{suffix}" for v in tb.feat]),
+        "thr_rows": _rows([c_float(float(v), False) for v in tb.thr]),
+        "right_rows": _rows([f"{int(v)}{suffix}" for v in tb.right]),
+        "value_rows": _rows([c_float(float(v), True) for v in tb.values]),
+        "root_rows": _rows([f"{int(v)}{suffix}" for v in tb.roots]),
+        "out_rows": _rows([f"{int(v)}{suffix}" for v in tb.outputs]),
+        "base": [c_float(float(v), not f32_sum) for v in tb.base],
+    }
+
+
+def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str = "f32", layout: str = "table",
+                 data=None, measure: bool = True, force: bool = False, lib_layout: str = "plain",
+                 example: bool = False, variant: str = "auto") -> ExportReport:
+    """Write ``<name>.h`` / ``<name>.c`` of a vote-'sum' model into ``out_dir`` (see the module text)."""
+    if dtype not in ("f32", "q15"):
+        raise TreegenError(f"unknown dtype {dtype!r} for a boosted (vote sum) model (f32 or q15)")
+    if layout != "table":
+        raise TreegenError("a boosted (vote sum) model exports with the table layout")
+    if lib_layout != "plain" or example:
+        raise TreegenError("a boosted (vote sum) model exports the plain library layout, without --example")
+    tgt = target if isinstance(target, _targets.Target) else _targets.get(target)
+    ident = c_identifier(name or "model")
+    if dtype == "q15":
+        # integer compares and adds only: every variant runs the same C; the report names the one asked
+        # for (the firmware announces it)
+        return _export_q15(model, out_dir, tgt, ident, data, measure, force, resolve_variant(variant, tgt, "q15"))
+    tb = lower_boost(model)
+    agreement = None
+    if data is not None:
+        X = np.asarray(data[0], dtype=np.float64)
+        raw_c = predict_raw(tb, X)
+        raw_m = np.asarray(model.decision_function(X) if model.task == "classification"
+                           else model.predict_value(X), dtype=np.float64).reshape(raw_c.shape)
+        same = np.all(raw_c.view(np.int64) == raw_m.view(np.int64), axis=1)
+        agreement = {"rows": int(X.shape[0]), "raw_bit_equal": float(np.mean(same))}
+        if model.task == "classification":
+            agreement["class_agreement"] = float(np.mean(predict_class(tb, raw_c) == model.predict_index(X)))
+        if not same.all():
+            raise TreegenError(f"internal error: the boosted C mirror differs from the model on "
+                               f"{int(np.count_nonzero(~same))} row(s)")
+    ctx = boost_context(model, tb, name=ident, target_name=tgt.name)
+    out = prepare_out_dir(out_dir)
+    texts = {out / f"{ident}.h": render("c/boost.h.j2", ctx), out / f"{ident}.c": render("c/boost.c.j2", ctx)}
+    for path in texts:
+        if path.exists() and not force and not is_generated(path):
+            raise TreegenError(f"{path} exists and was not generated by treegen (use --force to replace it)")
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
+    size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
+        {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
+    exact = bool(tgt.extra.get("ieee_float", True))   # IEEE binary32 (and binary64 double) arithmetic
+    decision = model.metadata.get("library_decision", "")
+    guarantee = (f"tg_{ident}_raw == the source library's raw score bit for bit for every float32 input "
+                 f"({tb.sum_dtype} sums in tree order, the library's own tests"
+                 f"{', NaN routed by its default directions' if tb.routes_missing else ''}); "
+                 + ("the class: raw > 0 / first largest raw (the library: " + decision + ")"
+                    if model.task == "classification" else "the prediction is raw[0]"))
+    notes = []
+    if not exact:
+        notes.append(f"target {tgt.name}: its float (and double) arithmetic is not IEEE-754 binary32/binary64 "
+                     "throughout, so the sums are not exact there")
+    if model.task == "classification" and model.n_outputs == 1 and decision and "raw > 0" not in decision:
+        notes.append(f"binary decision: the C says class 1 iff raw > 0; the library: {decision} (they differ "
+                     "only for raw scores in between)")
+    if model.task == "classification" and model.n_outputs > 1:
+        notes.append("multiclass: argmax of the raw scores; the library's argmax of its float softmax can tie two "
+                     "outputs whose raw scores differ by less than the float resolution (then it takes the lower)")
+    trees = [{"kind": "axis", "n_internal": int(t.n_internal), "n_leaves": int(t.n_leaves), "depth": int(t.depth),
+              "acc_bits": None, "acc_bound": None, "exact": True} for t in model.trees]
+    estimated = int(tb.n_nodes * (tb.feat_bits // 8 + 4 + tb.right_bits // 8) + tb.values.size * 8)
+    return ExportReport(
+        name=ident, target=tgt.name, layout="table", dtype="f32", variant="scalar", model_hash=model.hash(),
+        files=[str(p) for p in texts], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
+        acc_bits=None, exact=exact, unresolved_rows=[],
+        field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]}, estimated_bytes=estimated,
+        flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
+        flash_bytes_inference=None if size["flash_bytes"] is None else int(sum(
+            v for k, v in size["sections"].items() if k.startswith((".text", ".rodata", ".data", ".sdata"))
+            and "class_labels" not in k and ".str" not in k)),
+        size_note=size["note"], agreement=agreement, notes=notes,
+        vote=f"sum ({tb.sum_dtype}, link {model.boost['link']})", input_contract="float32", guarantee=guarantee,
+        linked_note="not linked (boosted export: the object is measured)", task=model.task)
+
+
+def q15_context(model, tq, *, name: str, target_name: str) -> dict:
+    return {
+        "name": name, "NAME": name.upper(), "version": __version__, "model_hash": model.hash(),
+        "source": str(model.metadata.get("source", "?")), "target_name": target_name,
+        "n_features": model.n_features, "n_outputs": tq.n_outputs, "n_trees": int(tq.roots.size),
+        "n_nodes": int(tq.feat.size), "n_values": int(tq.values.size), "task": model.task,
+        "frac_bits": tq.frac_bits, "bound_text": f"{tq.bound:.3g} (in units of 1)",
+        "max_raw": "2^31 - 1",
+        "feat_c": "uint8_t" if tq.feat_bits == 8 else "uint16_t",
+        "right_c": "uint16_t" if tq.right_bits == 16 else "uint32_t", "leaf_code": tq.leaf_code,
+        "features": [{"index": i, "name": n} for i, n in enumerate(model.feature_names)],
+        "classes": [{"index": i, "label": str(c)} for i, c in enumerate(model.classes)],
+        "feat_rows": _rows([f"{int(v)}u" for v in tq.feat]),
+        "thr_rows": _rows([str(int(v)) for v in tq.thr]),
+        "right_rows": _rows([f"{int(v)}u" for v in tq.right]),
+        "value_rows": _rows([str(int(v)) for v in tq.values]),
+        "root_rows": _rows([f"{int(v)}u" for v in tq.roots]),
+        "out_rows": _rows([f"{int(v)}u" for v in tq.outputs]),
+        "base": [str(int(v)) for v in tq.base],
+    }
+
+
+def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: bool, variant: str) -> ExportReport:
+    """Q15 inputs, integer leaf values and sums (:class:`~treegen.emit.lower_boost.BoostQ15`)."""
+    tq = lower_boost_q15(model)
+    agreement = None
+    if data is not None:
+        X = np.asarray(data[0], dtype=np.float64)
+        X = X[np.all(np.isfinite(X), axis=1)]          # Q15 inputs have no NaN
+        raw_q = predict_raw_q15(tq, model.scaling.to_q15(X))
+        agreement = {"rows": int(X.shape[0])}
+        if model.task == "classification":
+            cls = (raw_q[:, 0] > 0).astype(np.int64) if raw_q.shape[1] == 1 else raw_q.argmax(axis=1)
+            agreement["fixed_vs_float"] = float(np.mean(cls == model.predict_index(X)))
+        else:
+            err = np.ldexp(raw_q[:, 0].astype(np.float64), -tq.frac_bits) - model.predict_value(X)
+            agreement["fixed_vs_float_rmse"] = float(np.sqrt(np.mean(err ** 2))) if err.size else 0.0
+            agreement["fixed_vs_float_max_abs"] = float(np.abs(err).max()) if err.size else 0.0
+    ctx = q15_context(model, tq, name=ident, target_name=tgt.name)
+    out = prepare_out_dir(out_dir)
+    texts = {out / f"{ident}.h": render("c/boost_q15.h.j2", ctx), out / f"{ident}.c": render("c/boost_q15.c.j2", ctx)}
+    for path in texts:
+        if path.exists() and not force and not is_generated(path):
+            raise TreegenError(f"{path} exists and was not generated by treegen (use --force to replace it)")
+    for path, text in texts.items():
+        path.write_text(text, encoding="utf-8")
+    size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
+        {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
+    off = int(model.metadata.get("thresholds_off_grid", -1)) if "thresholds_off_grid" in model.metadata else None
+    guarantee = (f"tg_{ident}_raw_q15 == the Python integer model bit for bit; leaf values round(v * 2^{tq.frac_bits}) "
+                 f"in int32_t (overflow-free); the class equals the float model's on the Q15 grid unless "
+                 f"|raw| <= {tq.bound:.3g} (one output) or the two largest outputs differ by <= {2 * tq.bound:.3g}")
+    notes = ["the Q15 tests are the model's grid tests: they equal the source library's where no threshold lies "
+             "inside a grid cell (imported float models: measured on --data)"]
+    trees = [{"kind": "axis", "n_internal": int(t.n_internal), "n_leaves": int(t.n_leaves), "depth": int(t.depth),
+              "acc_bits": 32, "acc_bound": None, "exact": False} for t in model.trees]
+    return ExportReport(
+        name=ident, target=tgt.name, layout="table", dtype="q15", variant=variant, model_hash=model.hash(),
+        files=[str(p) for p in texts], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
+        acc_bits=32, exact=False, unresolved_rows=[],
+        field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]},
+        estimated_bytes=int(tq.feat.size * (tq.feat_bits // 8 + 2 + tq.right_bits // 8) + tq.values.size * 4),
+        flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
+        size_note=size["note"], agreement=agreement, notes=notes, thresholds_off_grid=off,
+        vote=f"sum (int32_t, 2^-{tq.frac_bits} units, decision bound {tq.bound:.3g})", input_contract="q15",
+        guarantee=guarantee, linked_note="not linked (boosted export: the object is measured)", task=model.task)
