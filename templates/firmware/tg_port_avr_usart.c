@@ -18,7 +18,7 @@
  * of two <= 128; 8-bit indices, read and written in one instruction on AVR). Flow control instead of
  * loss, as in tg_rx_ring.h of the Cortex-M ports: with the ring full the handler leaves the byte in
  * UDR0 and clears RXCIE0; tg_port_getc() sets it again once it made room (QEMU then keeps further
- * input in its socket). This port does not use tg_rx_ring.h (Cortex-M: NVIC, cpsid/wfi). It waits
+ * input in its socket): the ring is tg_rx_ring.h's, with AVR hooks (cli/sei, 8-bit indices). It waits
  * for input by polling with interrupts enabled, not in SLEEP: under QEMU 7.2's arduino-uno a
  * "sei; sleep" wait lost wake-ups (the harness stopped answering after a few frames; measured),
  * and the harness has nothing else to do while it waits.
@@ -56,7 +56,7 @@
 #ifndef TG_RX_BUFFER_SIZE
 #define TG_RX_BUFFER_SIZE 64u
 #endif
-#if (TG_RX_BUFFER_SIZE & (TG_RX_BUFFER_SIZE - 1u)) != 0u || TG_RX_BUFFER_SIZE > 128u
+#if TG_RX_BUFFER_SIZE > 128u
 #error "TG_RX_BUFFER_SIZE must be a power of two <= 128 (8-bit ring indices)"
 #endif
 #if TG_COUNTER_BITS != 24
@@ -66,54 +66,37 @@
 /* UBRR0 with U2X0: round(F_CPU / (8 * baud)) - 1 */
 #define TG_UBRR ((((uint32_t)TG_F_CPU + 4u * (uint32_t)TG_UART_BAUD) / (8u * (uint32_t)TG_UART_BAUD)) - 1u)
 
-#define TG_RX_MASK ((uint8_t)(TG_RX_BUFFER_SIZE - 1u))
-
-static volatile uint8_t tg_rx_buf[TG_RX_BUFFER_SIZE];
-static volatile uint8_t tg_rx_head;        /* written by tg_rx_drain only (interrupts off) */
-static volatile uint8_t tg_rx_tail;        /* written by tg_port_getc only */
-static volatile uint8_t tg_rx_throttled;   /* 1 while the ring is full and RXCIE0 is off */
-
-/* Move received bytes into the ring (interrupts off). With the ring full: RXCIE0 off, throttled. */
-static void tg_rx_drain(void)
+/* hooks of tg_rx_ring.h */
+static int tg_uart_rx_pending(void)
 {
-    while ((UCSR0A & (uint8_t)(1u << RXC0)) != 0u) {
-        uint8_t head = tg_rx_head;
-        if ((uint8_t)(head - tg_rx_tail) >= (uint8_t)TG_RX_BUFFER_SIZE) {
-            UCSR0B = (uint8_t)(UCSR0B & (uint8_t)~(1u << RXCIE0));
-            tg_rx_throttled = 1u;
-            return;
-        }
-        tg_rx_buf[head & TG_RX_MASK] = UDR0;
-        tg_rx_head = (uint8_t)(head + 1u);
+    return (UCSR0A & (uint8_t)(1u << RXC0)) != 0u;
+}
+
+static uint8_t tg_uart_rx_take(void)
+{
+    return UDR0;
+}
+
+static void tg_uart_rx_irq(uint32_t on)
+{
+    if (on != 0u) {
+        UCSR0B = (uint8_t)(UCSR0B | (uint8_t)(1u << RXCIE0));
+    } else {
+        UCSR0B = (uint8_t)(UCSR0B & (uint8_t)~(1u << RXCIE0));
     }
 }
+
+#define TG_RX_ARCH_HOOKS 1
+#define TG_RX_INDEX uint8_t
+#define tg_rx_irqs_off() cli()
+#define tg_rx_irqs_on() sei()
+/* poll: let a pending interrupt in, then look again (no SLEEP: see above) */
+#define tg_rx_wait() do { sei(); __asm__ volatile("nop" ::: "memory"); } while (0)
+#include "tg_rx_ring.h"
 
 ISR(USART_RX_vect)
 {
     tg_rx_drain();
-}
-
-int tg_port_getc(void)
-{
-    for (;;) {
-        cli();
-        if (tg_rx_head != tg_rx_tail) {
-            uint8_t tail = tg_rx_tail;
-            uint8_t c = tg_rx_buf[tail & TG_RX_MASK];
-            tg_rx_tail = (uint8_t)(tail + 1u);
-            if (tg_rx_throttled != 0u) {
-                tg_rx_throttled = 0u;
-                tg_rx_drain();                  /* room again: take the waiting bytes */
-                if (tg_rx_throttled == 0u) {
-                    UCSR0B = (uint8_t)(UCSR0B | (uint8_t)(1u << RXCIE0));
-                }
-            }
-            sei();
-            return (int)c;
-        }
-        sei();                                  /* poll: let a pending interrupt in, then look again */
-        __asm__ volatile("nop" ::: "memory");
-    }
 }
 
 void tg_port_write(const uint8_t *buf, uint32_t len)
@@ -221,10 +204,8 @@ void tg_port_init(void)
     UBRR0 = (uint16_t)TG_UBRR;
     UCSR0A = (uint8_t)(1u << U2X0);
     UCSR0C = (uint8_t)((1u << UCSZ01) | (1u << UCSZ00));   /* 8N1 */
-    tg_rx_head = 0u;
-    tg_rx_tail = 0u;
-    tg_rx_throttled = 0u;
-    UCSR0B = (uint8_t)((1u << RXCIE0) | (1u << RXEN0) | (1u << TXEN0));
+    UCSR0B = (uint8_t)((1u << RXEN0) | (1u << TXEN0));
+    tg_rx_start();                            /* RXCIE0 */
     sei();                                    /* Timer1 overflows are counted during calibration */
     tg_counter_calibrate();
 }
