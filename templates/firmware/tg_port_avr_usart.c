@@ -110,17 +110,10 @@ void tg_port_write(const uint8_t *buf, uint32_t len)
 }
 
 /* ---------------------------------------------------------------------- counter */
-#define TG_CALIB_LOOPS 0x4000u      /* the calibration spans differ by 2 * 2^14 = 2^15 instructions */
-#define TG_CALIB_INSNS (2u * (uint32_t)TG_CALIB_LOOPS)
 /* nanoseconds per Timer1 tick * 256 (62.5 ns at 16 MHz -> 16000) */
 #define TG_NS_PER_TICK_Q8 ((uint32_t)((256000000000.0 / (double)TG_F_CPU) + 0.5))
 
 static volatile uint16_t tg_t1_high;        /* Timer1 overflows (ticks 16..31) */
-static uint32_t tg_ratio_q8 = 256u;         /* units per tick * 256 */
-static uint32_t tg_last_ticks;              /* tick position at the last counter read */
-static uint32_t tg_count_q8;                /* units * 256 counted so far, modulo 2^32 */
-static uint8_t tg_counter_unit = 1u;        /* 1 CPU cycles (silicon), 2 virtual-clock nanoseconds (QEMU) */
-
 ISR(TIMER1_OVF_vect)
 {
     tg_t1_high = (uint16_t)(tg_t1_high + 1u);
@@ -150,44 +143,16 @@ static __attribute__((noinline)) void tg_spin(uint16_t n)
     __asm__ volatile("1: sbiw %0, 1\n\tbrne 1b" : "+w"(n) : : "cc");
 }
 
-static void tg_counter_calibrate(void)
-{
-    uint32_t t0;
-    uint32_t t1;
-    uint32_t t2;
-    uint32_t ticks;
-
-    t0 = tg_ticks();
-    tg_spin(0x1000u);
-    t1 = tg_ticks();
-    tg_spin((uint16_t)(0x1000u + TG_CALIB_LOOPS));
-    t2 = tg_ticks();
-    ticks = (t2 - t1) - (t1 - t0);
-    if (ticks >= TG_CALIB_INSNS || ticks < 4u) {
-        tg_ratio_q8 = 256u;                   /* silicon: one CPU cycle per tick */
-        tg_counter_unit = 1u;
-    } else {
-        tg_ratio_q8 = TG_NS_PER_TICK_Q8;      /* QEMU: nanoseconds of its virtual clock */
-        tg_counter_unit = 2u;
-    }
-    tg_last_ticks = tg_ticks();
-    tg_count_q8 = 0u;
-}
-
-uint32_t tg_port_counter(void)
-{
-    uint32_t now = tg_ticks();
-    uint32_t delta = now - tg_last_ticks;
-
-    tg_last_ticks = now;
-    tg_count_q8 += delta * tg_ratio_q8;       /* modulo 2^32: exact for the low 24 bits of units */
-    return (tg_count_q8 >> 8) & TG_COUNTER_MASK;
-}
-
-uint8_t tg_port_counter_unit(void)
-{
-    return tg_counter_unit;
-}
+/* hooks of tg_tick_counter.h */
+#define TG_TICK_ARCH_HOOKS 1
+#define TG_TICK_MASK 0xFFFFFFFFu
+#define TG_SPIN_ARG uint16_t
+#define TG_CALIB_LOOPS 0x4000u      /* the calibration spans differ by 2 * 2^14 = 2^15 instructions */
+#define TG_CALIB_WARMUP 0x1000u
+#define TG_QEMU_RATIO_Q8(ticks) TG_NS_PER_TICK_Q8    /* QEMU: nanoseconds of its virtual clock */
+#define TG_QEMU_UNIT 2u
+#define TG_COUNT_Q8_T uint32_t      /* modulo 2^32: exact for the low 24 bits of units */
+#include "tg_tick_counter.h"
 
 void tg_port_init(void)
 {
