@@ -18,7 +18,7 @@
  * of two <= 128; 8-bit indices, read and written in one instruction on AVR). Flow control instead of
  * loss, as in tg_rx_ring.h of the Cortex-M ports: with the ring full the handler leaves the byte in
  * UDR0 and clears RXCIE0; tg_port_getc() sets it again once it made room (QEMU then keeps further
- * input in its socket). This port does not use tg_rx_ring.h (Cortex-M: NVIC, cpsid/wfi). It waits
+ * input in its socket): the ring is tg_rx_ring.h's, with AVR hooks (cli/sei, 8-bit indices). It waits
  * for input by polling with interrupts enabled, not in SLEEP: under QEMU 7.2's arduino-uno a
  * "sei; sleep" wait lost wake-ups (the harness stopped answering after a few frames; measured),
  * and the harness has nothing else to do while it waits.
@@ -56,7 +56,7 @@
 #ifndef TG_RX_BUFFER_SIZE
 #define TG_RX_BUFFER_SIZE 64u
 #endif
-#if (TG_RX_BUFFER_SIZE & (TG_RX_BUFFER_SIZE - 1u)) != 0u || TG_RX_BUFFER_SIZE > 128u
+#if TG_RX_BUFFER_SIZE > 128u
 #error "TG_RX_BUFFER_SIZE must be a power of two <= 128 (8-bit ring indices)"
 #endif
 #if TG_COUNTER_BITS != 24
@@ -66,54 +66,37 @@
 /* UBRR0 with U2X0: round(F_CPU / (8 * baud)) - 1 */
 #define TG_UBRR ((((uint32_t)TG_F_CPU + 4u * (uint32_t)TG_UART_BAUD) / (8u * (uint32_t)TG_UART_BAUD)) - 1u)
 
-#define TG_RX_MASK ((uint8_t)(TG_RX_BUFFER_SIZE - 1u))
-
-static volatile uint8_t tg_rx_buf[TG_RX_BUFFER_SIZE];
-static volatile uint8_t tg_rx_head;        /* written by tg_rx_drain only (interrupts off) */
-static volatile uint8_t tg_rx_tail;        /* written by tg_port_getc only */
-static volatile uint8_t tg_rx_throttled;   /* 1 while the ring is full and RXCIE0 is off */
-
-/* Move received bytes into the ring (interrupts off). With the ring full: RXCIE0 off, throttled. */
-static void tg_rx_drain(void)
+/* hooks of tg_rx_ring.h */
+static int tg_uart_rx_pending(void)
 {
-    while ((UCSR0A & (uint8_t)(1u << RXC0)) != 0u) {
-        uint8_t head = tg_rx_head;
-        if ((uint8_t)(head - tg_rx_tail) >= (uint8_t)TG_RX_BUFFER_SIZE) {
-            UCSR0B = (uint8_t)(UCSR0B & (uint8_t)~(1u << RXCIE0));
-            tg_rx_throttled = 1u;
-            return;
-        }
-        tg_rx_buf[head & TG_RX_MASK] = UDR0;
-        tg_rx_head = (uint8_t)(head + 1u);
+    return (UCSR0A & (uint8_t)(1u << RXC0)) != 0u;
+}
+
+static uint8_t tg_uart_rx_take(void)
+{
+    return UDR0;
+}
+
+static void tg_uart_rx_irq(uint32_t on)
+{
+    if (on != 0u) {
+        UCSR0B = (uint8_t)(UCSR0B | (uint8_t)(1u << RXCIE0));
+    } else {
+        UCSR0B = (uint8_t)(UCSR0B & (uint8_t)~(1u << RXCIE0));
     }
 }
+
+#define TG_RX_ARCH_HOOKS 1
+#define TG_RX_INDEX uint8_t
+#define tg_rx_irqs_off() cli()
+#define tg_rx_irqs_on() sei()
+/* poll: let a pending interrupt in, then look again (no SLEEP: see above) */
+#define tg_rx_wait() do { sei(); __asm__ volatile("nop" ::: "memory"); } while (0)
+#include "tg_rx_ring.h"
 
 ISR(USART_RX_vect)
 {
     tg_rx_drain();
-}
-
-int tg_port_getc(void)
-{
-    for (;;) {
-        cli();
-        if (tg_rx_head != tg_rx_tail) {
-            uint8_t tail = tg_rx_tail;
-            uint8_t c = tg_rx_buf[tail & TG_RX_MASK];
-            tg_rx_tail = (uint8_t)(tail + 1u);
-            if (tg_rx_throttled != 0u) {
-                tg_rx_throttled = 0u;
-                tg_rx_drain();                  /* room again: take the waiting bytes */
-                if (tg_rx_throttled == 0u) {
-                    UCSR0B = (uint8_t)(UCSR0B | (uint8_t)(1u << RXCIE0));
-                }
-            }
-            sei();
-            return (int)c;
-        }
-        sei();                                  /* poll: let a pending interrupt in, then look again */
-        __asm__ volatile("nop" ::: "memory");
-    }
 }
 
 void tg_port_write(const uint8_t *buf, uint32_t len)
@@ -127,17 +110,10 @@ void tg_port_write(const uint8_t *buf, uint32_t len)
 }
 
 /* ---------------------------------------------------------------------- counter */
-#define TG_CALIB_LOOPS 0x4000u      /* the calibration spans differ by 2 * 2^14 = 2^15 instructions */
-#define TG_CALIB_INSNS (2u * (uint32_t)TG_CALIB_LOOPS)
 /* nanoseconds per Timer1 tick * 256 (62.5 ns at 16 MHz -> 16000) */
 #define TG_NS_PER_TICK_Q8 ((uint32_t)((256000000000.0 / (double)TG_F_CPU) + 0.5))
 
 static volatile uint16_t tg_t1_high;        /* Timer1 overflows (ticks 16..31) */
-static uint32_t tg_ratio_q8 = 256u;         /* units per tick * 256 */
-static uint32_t tg_last_ticks;              /* tick position at the last counter read */
-static uint32_t tg_count_q8;                /* units * 256 counted so far, modulo 2^32 */
-static uint8_t tg_counter_unit = 1u;        /* 1 CPU cycles (silicon), 2 virtual-clock nanoseconds (QEMU) */
-
 ISR(TIMER1_OVF_vect)
 {
     tg_t1_high = (uint16_t)(tg_t1_high + 1u);
@@ -167,44 +143,16 @@ static __attribute__((noinline)) void tg_spin(uint16_t n)
     __asm__ volatile("1: sbiw %0, 1\n\tbrne 1b" : "+w"(n) : : "cc");
 }
 
-static void tg_counter_calibrate(void)
-{
-    uint32_t t0;
-    uint32_t t1;
-    uint32_t t2;
-    uint32_t ticks;
-
-    t0 = tg_ticks();
-    tg_spin(0x1000u);
-    t1 = tg_ticks();
-    tg_spin((uint16_t)(0x1000u + TG_CALIB_LOOPS));
-    t2 = tg_ticks();
-    ticks = (t2 - t1) - (t1 - t0);
-    if (ticks >= TG_CALIB_INSNS || ticks < 4u) {
-        tg_ratio_q8 = 256u;                   /* silicon: one CPU cycle per tick */
-        tg_counter_unit = 1u;
-    } else {
-        tg_ratio_q8 = TG_NS_PER_TICK_Q8;      /* QEMU: nanoseconds of its virtual clock */
-        tg_counter_unit = 2u;
-    }
-    tg_last_ticks = tg_ticks();
-    tg_count_q8 = 0u;
-}
-
-uint32_t tg_port_counter(void)
-{
-    uint32_t now = tg_ticks();
-    uint32_t delta = now - tg_last_ticks;
-
-    tg_last_ticks = now;
-    tg_count_q8 += delta * tg_ratio_q8;       /* modulo 2^32: exact for the low 24 bits of units */
-    return (tg_count_q8 >> 8) & TG_COUNTER_MASK;
-}
-
-uint8_t tg_port_counter_unit(void)
-{
-    return tg_counter_unit;
-}
+/* hooks of tg_tick_counter.h */
+#define TG_TICK_ARCH_HOOKS 1
+#define TG_TICK_MASK 0xFFFFFFFFu
+#define TG_SPIN_ARG uint16_t
+#define TG_CALIB_LOOPS 0x4000u      /* the calibration spans differ by 2 * 2^14 = 2^15 instructions */
+#define TG_CALIB_WARMUP 0x1000u
+#define TG_QEMU_RATIO_Q8(ticks) TG_NS_PER_TICK_Q8    /* QEMU: nanoseconds of its virtual clock */
+#define TG_QEMU_UNIT 2u
+#define TG_COUNT_Q8_T uint32_t      /* modulo 2^32: exact for the low 24 bits of units */
+#include "tg_tick_counter.h"
 
 void tg_port_init(void)
 {
@@ -221,10 +169,8 @@ void tg_port_init(void)
     UBRR0 = (uint16_t)TG_UBRR;
     UCSR0A = (uint8_t)(1u << U2X0);
     UCSR0C = (uint8_t)((1u << UCSZ01) | (1u << UCSZ00));   /* 8N1 */
-    tg_rx_head = 0u;
-    tg_rx_tail = 0u;
-    tg_rx_throttled = 0u;
-    UCSR0B = (uint8_t)((1u << RXCIE0) | (1u << RXEN0) | (1u << TXEN0));
+    UCSR0B = (uint8_t)((1u << RXEN0) | (1u << TXEN0));
+    tg_rx_start();                            /* RXCIE0 */
     sei();                                    /* Timer1 overflows are counted during calibration */
     tg_counter_calibrate();
 }

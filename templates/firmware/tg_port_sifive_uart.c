@@ -63,12 +63,6 @@
 #ifndef TG_PLIC_BASE
 #define TG_PLIC_BASE 0x0C000000u
 #endif
-#ifndef TG_RX_BUFFER_SIZE
-#define TG_RX_BUFFER_SIZE 256u       /* a power of two */
-#endif
-#if (TG_RX_BUFFER_SIZE & (TG_RX_BUFFER_SIZE - 1u)) != 0u
-#error "TG_RX_BUFFER_SIZE must be a power of two"
-#endif
 #define TG_CLOCK_WAIT 100000u
 
 #define TG_REG(addr) (*(volatile uint32_t *)(addr))
@@ -85,32 +79,29 @@
 #define tg_irq_off() __asm volatile(TG_CSR_ASM("csrc mstatus, %0") : : "r"(TG_MSTATUS_MIE) : "memory")
 #define tg_irq_on() __asm volatile(TG_CSR_ASM("csrs mstatus, %0") : : "r"(TG_MSTATUS_MIE) : "memory")
 
-static volatile uint8_t tg_rx_buf[TG_RX_BUFFER_SIZE];
-static volatile uint32_t tg_rx_head;        /* written by tg_rx_drain only (interrupts masked) */
-static volatile uint32_t tg_rx_tail;        /* written by tg_port_getc only */
-static volatile uint32_t tg_rx_throttled;   /* 1 while the ring is full and the RX interrupt off */
-
-/* Move received bytes into the ring (interrupts masked: in the handler or with mstatus.MIE clear).
- * rxdata pops on read, so the room check comes before each read; with the ring full the bytes stay
- * in the UART, its RX interrupt goes off and tg_rx_throttled is set. */
-static void tg_rx_drain(void)
+/* hooks of tg_rx_ring.h: ip (+0x14) bit 1 is the RX watermark pending (FIFO holds > rxcnt = 0 bytes),
+ * a peek; rxdata (+0x04) pops one byte per read */
+static int tg_uart_rx_pending(void)
 {
-    for (;;) {
-        uint32_t head = tg_rx_head;
-        uint32_t v;
-        if ((uint32_t)(head - tg_rx_tail) >= TG_RX_BUFFER_SIZE) {
-            TG_UART(0x10u) = 0u;                             /* ie: RX watermark off */
-            tg_rx_throttled = 1u;
-            return;
-        }
-        v = TG_UART(0x04u);                                  /* rxdata: one read pops one byte */
-        if ((v & 0x80000000u) != 0u) {
-            return;                                          /* FIFO empty */
-        }
-        tg_rx_buf[head & (TG_RX_BUFFER_SIZE - 1u)] = (uint8_t)(v & 0xFFu);
-        tg_rx_head = head + 1u;
-    }
+    return (TG_UART(0x14u) & TG_UART_IE_RXWM) != 0u;
 }
+
+static uint8_t tg_uart_rx_take(void)
+{
+    return (uint8_t)(TG_UART(0x04u) & 0xFFu);
+}
+
+static void tg_uart_rx_irq(uint32_t on)
+{
+    TG_UART(0x10u) = (on != 0u) ? TG_UART_IE_RXWM : 0u;      /* ie: RX watermark */
+}
+
+#define TG_RX_ARCH_HOOKS 1
+#define tg_rx_irqs_off() tg_irq_off()
+#define tg_rx_irqs_on() tg_irq_on()
+/* WFI wakes on a pending enabled interrupt even with mstatus.MIE clear */
+#define tg_rx_wait() do { __asm volatile("wfi" ::: "memory"); tg_irq_on(); } while (0)
+#include "tg_rx_ring.h"
 
 /* Called by startup_riscv.c's trap entry for a machine external interrupt (the PLIC). */
 void tg_external_irq(void);
@@ -160,38 +151,12 @@ void tg_port_init(void)
     TG_UART(0x18u) = (((uint32_t)TG_UART_CLOCK_HZ + (uint32_t)TG_UART_BAUD / 2u) / (uint32_t)TG_UART_BAUD) - 1u;
     TG_UART(0x08u) = 1u;                                     /* txctrl: txen, one stop bit */
     TG_UART(0x0Cu) = 1u;                                     /* rxctrl: rxen, rxcnt 0 (watermark: > 0 bytes) */
-    tg_rx_head = 0u;
-    tg_rx_tail = 0u;
-    tg_rx_throttled = 0u;
     TG_PLIC(0x200000u) = 0u;                                 /* hart 0 M-mode threshold: every priority */
     TG_PLIC(4u * irq) = 1u;                                  /* the UART's priority (0 would disable it) */
     TG_PLIC(0x2000u + 4u * (irq / 32u)) |= 1u << (irq % 32u);   /* enable for hart 0 M-mode */
     __asm volatile(TG_CSR_ASM("csrs mie, %0") : : "r"(TG_MIE_MEIE) : "memory");
-    TG_UART(0x10u) = TG_UART_IE_RXWM;
+    tg_rx_start();                                           /* ie: RX watermark on */
     tg_irq_on();
-}
-
-int tg_port_getc(void)
-{
-    for (;;) {
-        tg_irq_off();
-        if (tg_rx_head != tg_rx_tail) {
-            uint32_t tail = tg_rx_tail;
-            uint8_t c = tg_rx_buf[tail & (TG_RX_BUFFER_SIZE - 1u)];
-            tg_rx_tail = tail + 1u;
-            if (tg_rx_throttled != 0u) {
-                tg_rx_throttled = 0u;
-                tg_rx_drain();                               /* room again: take the waiting bytes */
-                if (tg_rx_throttled == 0u) {
-                    TG_UART(0x10u) = TG_UART_IE_RXWM;        /* on again only if the ring did not fill */
-                }
-            }
-            tg_irq_on();
-            return (int)c;
-        }
-        __asm volatile("wfi" ::: "memory");                 /* wakes on a pending interrupt even masked */
-        tg_irq_on();
-    }
 }
 
 void tg_port_write(const uint8_t *buf, uint32_t len)
