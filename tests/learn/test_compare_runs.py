@@ -1,5 +1,5 @@
 """treegen.learn.compare_runs: several seeded runs per fold (plan, seeds, keys), one score per fold from
-them (median, best-train), and the results file's run records. No cluster (tests/cli/test_compare_runs.py
+them (median, best-train), and the results file's run records. No cluster (tests/cli/test_compare_runs_cli.py
 runs the command)."""
 
 from __future__ import annotations

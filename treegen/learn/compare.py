@@ -528,13 +528,14 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     if pick not in PICKS:
         raise TreegenError(f"pick must be one of {', '.join(PICKS)}, got {pick!r}")
     tasks = plan(data, methods, folds=folds, repeats=repeats, seed=seed, runs_per_fold=runs_per_fold)
-    multi = {(t.dataset, t.method) for t in tasks if t.run > 0}
+    multi = {(t.dataset, t.method) for t in tasks if t.run > 0}      # the methods run several times per fold
     store = ResultsFile(results, skip_bad=skip_bad_results)
     done = store.done(tasks)
     if measure is not None:   # records made without a measure do not have its figures
         done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
     if pick == "best-train" and multi:   # picked by training accuracy: older records lack it, run those again
-        done = {k: r for k, r in done.items() if "train_accuracy" in r or (r["dataset"], r["method"]) not in multi}
+        picked_by_train = {t.key for t in tasks if (t.dataset, t.method) in multi}
+        done = {k: r for k, r in done.items() if "train_accuracy" in r or k not in picked_by_train}
     pending = [t for t in tasks if t.key not in done]
     cluster = f"the Dask scheduler {scheduler}" if scheduler else "a local Dask cluster"
     t0 = time.perf_counter()

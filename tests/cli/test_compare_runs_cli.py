@@ -22,29 +22,30 @@ def _compare(capsys, tmp_path, out: str, *extra) -> dict:
 
 
 def test_runs_per_fold_resume_picks_and_one_run(capsys, tmp_path):
-    a = _compare(capsys, tmp_path, "a", "--runs-per-fold", "3", "--pick", "best-train")
-    assert (a["runs_per_fold"], a["pick"], a["deterministic"]) == (3, "best-train", ["cart"])
+    a = _compare(capsys, tmp_path, "a", "--runs-per-fold", "3")
+    assert (a["runs_per_fold"], a["pick"], a["deterministic"]) == (3, "median", ["cart"])
     assert a["n_tasks"] == a["n_tasks_run"] == 2 * 3 + 2 and len(a["run_records"]) == 8 and len(a["records"]) == 4
-    gp = [r for r in a["records"] if r["method"] == "gp"]
-    for r in gp:
-        best = max(range(3), key=lambda i: (r["run_train_accuracies"][i], -i))
-        assert r["picked_run"] == best and r["accuracy"] == r["run_accuracies"][best]
+    for r in (r for r in a["records"] if r["method"] == "gp"):
+        assert r["accuracy"] == sorted(r["run_accuracies"])[1] and r["picked_run"] is None
     md = (tmp_path / "a.md").read_text()
-    assert "Runs per fold: 3" in md and "best training accuracy" in md and "one run per fold: cart" in md
-    assert "--runs-per-fold 3 --pick best-train" in a["command"]
+    assert "Runs per fold: 3" in md and "the median test accuracy of its runs" in md and "one run per fold: cart" in md
+    assert "--runs-per-fold 3 --pick median" in a["command"]
 
-    # a run cut short: the last two runs' lines lost; the rerun does only those, with the same records
+    # a run cut short (the last two runs' lines lost) and a record of an older treegen (no training
+    # accuracy): best-train runs those three again, with the same records
     path = tmp_path / "runs.jsonl"
-    lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:-2]))
-    b = _compare(capsys, tmp_path, "b", "--runs-per-fold", "3", "--pick", "median")
-    assert b["n_tasks_run"] == 2
+    lines = path.read_text().splitlines(keepends=True)[:-2]
+    old = next(i for i, line in enumerate(lines) if '"algorithm": "gp"' in line)
+    lines[old] = json.dumps({k: v for k, v in json.loads(lines[old]).items() if k != "train_accuracy"}) + "\n"
+    path.write_text("".join(lines))
+    b = _compare(capsys, tmp_path, "b", "--runs-per-fold", "3", "--pick", "best-train")
+    assert b["n_tasks_run"] == 3
     key = lambda r: r["key"]  # noqa: E731
     assert strip_timing(sorted(b["run_records"], key=key)) == strip_timing(sorted(a["run_records"], key=key))
     for r in (r for r in b["records"] if r["method"] == "gp"):
-        accs = sorted(r["run_accuracies"])
-        assert r["accuracy"] == accs[1] and r["picked_run"] is None
-    assert "the median test accuracy of its runs" in (tmp_path / "b.md").read_text()
+        best = max(range(3), key=lambda i: (r["run_train_accuracies"][i], -i))
+        assert r["picked_run"] == best and r["accuracy"] == r["run_accuracies"][best]
+    assert "best training accuracy" in (tmp_path / "b.md").read_text()
 
     # one run per fold: today's tasks, all found (the runs 0), the output as before runs per fold
     c = _compare(capsys, tmp_path, "c")
