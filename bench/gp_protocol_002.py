@@ -162,6 +162,7 @@ def _timing_lines(path: str) -> list[str]:
 
 
 def cmd_report(args) -> None:
+    from treegen.core import stats
     from treegen.core.data import load_csv
     from treegen.learn import compare as C
     from treegen.learn.compare_results import ResultsFile
@@ -229,7 +230,7 @@ def cmd_report(args) -> None:
                 leaves = ", ".join(f"{s['cells'][d][m]['leaves']['mean']:.1f}" for m in METHODS)
                 lines.append(f"| {p} ({d}) | " + " | ".join(f"{1 - v:.4f}" for v in scores[i])
                              + f" | {PAPER[p][2]:.4f} | {PAPER[p][3]:.4f} | {PAPER[p][4]:.4f} | {leaves} |")
-            lines.append(f"| *mean* | " + " | ".join(f"{1 - v:.4f}" for v in scores.mean(axis=0))
+            lines.append("| *mean* | " + " | ".join(f"{1 - v:.4f}" for v in scores.mean(axis=0))
                          + " | " + " | ".join(f"{1 - v:.4f}" for v in paper_acc.mean(axis=0)[::-1]) + " | |")
             lines += ["", "ours: " + "; ".join(_stats_lines(scores, list(METHODS))),
                       "", "the paper's columns on the same datasets: "
@@ -238,8 +239,7 @@ def cmd_report(args) -> None:
                       "with other jobs)", ""]
             section[pick] = {"datasets": [data[p].name for p in complete], "scores": s["scores"],
                              "friedman": s["friedman"], "average_ranks": s["average_ranks"],
-                             "wilcoxon_vrm_erm": __import__("treegen.core.stats", fromlist=["x"]).wilcoxon(
-                                 scores[:, 0], scores[:, 1]), "fit_seconds": seconds}
+                             "wilcoxon_vrm_erm": stats.wilcoxon(scores[:, 0], scores[:, 1]), "fit_seconds": seconds}
             if runs == 1:
                 break
         out_json["sections"].append(section)
