@@ -11,7 +11,8 @@ file outside the repository, and run the long step under ``nice`` with one worke
         --out bench/results/gp_protocol_002
 
 ``run`` is one ``treegen compare`` command (printed first): ``--folds 2 --repeats 5 --seed 1
---runs-per-fold R --workers 1``. Its runs keep their keys when R grows, so running R = 1, 2, ..., 5 in
+--runs-per-fold R --workers 1`` (``--datasets`` for some of them: a task's key does not depend on
+the other datasets of the command, so running them one at a time finishes whole datasets first). Its runs keep their keys when R grows, so running R = 1, 2, ..., 5 in
 turn makes every dataset's first run before anyone's second (a table over all datasets early), and
 an interrupted step resumes from its finished runs. ``report`` summarises, for each R asked, the
 datasets whose tasks are all in the results file (the others are listed as not finished): mean test
@@ -107,6 +108,12 @@ def cmd_prepare(args) -> None:
 
 def compare_argv(args, runs: int) -> list[str]:
     names = [v[1] for v in PAPER.values()]
+    if args.datasets:
+        wanted = args.datasets.split(",")
+        unknown = [d for d in wanted if d not in names]
+        if unknown:
+            raise SystemExit(f"unknown dataset {unknown[0]!r} (choose from {', '.join(names)})")
+        names = wanted
     return ["treegen", "compare", *names, "--data-dir", args.work, "--algos", "gp,cart", "--params",
             str(Path(args.work) / "params.json"), "--folds", str(FOLDS), "--repeats", str(REPEATS), "--seed", str(SEED),
             "--runs-per-fold", str(runs), "--pick", "median", "--workers", "1", "--results", args.results,
@@ -260,6 +267,8 @@ def main(argv=None) -> int:
     p.add_argument("--work", required=True)
     p.add_argument("--results", required=True)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--datasets", help="a subset, comma-separated (the same task keys: a dataset at a time makes "
+                                      "whole datasets finish first; Dask's order within a command is its own)")
     p = sub.add_parser("report")
     p.add_argument("--work", required=True)
     p.add_argument("--results", required=True)
