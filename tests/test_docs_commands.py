@@ -49,6 +49,10 @@ SUBSTITUTIONS = [
     # 300 tasks of 100k EFTI iterations on a Dask cluster: 2 folds x 1 repetition, 1000 iterations
     ("docs/guide/compare.md", "treegen compare bcw pid gls veh", "--folds 5 --repeats 5", "--folds 2 --repeats 1"),
     ("docs/guide/compare.md", "cat > params.json", '"max_iter": 100000', '"max_iter": 1000'),
+    # GP at the paper's 200,000 iterations, 5 runs per fold: 200 iterations, 2 runs, one repetition
+    ("docs/guide/compare.md", "cat > gp.json", '"max_iter": 200000', '"max_iter": 200'),
+    ("docs/guide/compare.md", "--pick median", "--repeats 5 --runs-per-fold 5", "--repeats 1 --runs-per-fold 2"),
+    ("docs/guide/compare.md", "--pick best-train", "--repeats 5 --runs-per-fold 5", "--repeats 1 --runs-per-fold 2"),
     # a forest of 100 CART trees: 20 trees
     ("docs/guide/algorithms.md", "--algo rf --n-trees 100", "--n-trees 100", "--n-trees 20"),
     # GP with vicinal risk, ~4 ms per iteration in Python: 20000 -> 500 iterations

@@ -25,6 +25,7 @@ from treegen.core.limits import MAX_FOLDS, MAX_REPEATS, available_cores, read_te
 from treegen.core.markdown import md_code, md_text
 from treegen.core.output import STDOUT, Output, check_paths, write_json, write_text
 from treegen.core.progress import progress_bar
+from treegen.learn.compare_runs import MAX_RUNS_PER_FOLD, PICKS
 from treegen.learn.estimators import ALGORITHMS
 
 #: the results file of ``--json -`` (no file name to put it beside)
@@ -50,6 +51,12 @@ def register(sub) -> None:
     p.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=1, metavar="R",
                    help="number of repetitions (default 1)")
     p.add_argument("--seed", type=int_range(0, (1 << 64) - 1), default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--runs-per-fold", type=int_range(1, MAX_RUNS_PER_FOLD), default=1, metavar="R",
+                   help="independently seeded runs of each stochastic method per fold (default 1; deterministic "
+                        "methods such as cart run once)")
+    p.add_argument("--pick", choices=PICKS, default="median",
+                   help="a fold's score from its runs: the median test accuracy, or the test accuracy of the run "
+                        "with the best training accuracy (default median)")
     output(p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON"),
            "JSON file")
     output(p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown"),
@@ -115,8 +122,9 @@ def resolve_dataset(arg: str, data_dir: str | None) -> Path:
 
 def _command(args) -> str:
     parts = ["treegen", "compare", *args.datasets, "--algos", args.algos]
+    runs = (("--runs-per-fold", args.runs_per_fold), ("--pick", args.pick)) if args.runs_per_fold > 1 else ()
     for flag, value in (("--params", args.params), ("--folds", args.folds), ("--repeats", args.repeats),
-                        ("--seed", args.seed), ("--target", args.target), ("--data-dir", args.data_dir),
+                        ("--seed", args.seed), *runs, ("--target", args.target), ("--data-dir", args.data_dir),
                         ("--label", args.label), ("--scheduler", args.scheduler), ("--workers", args.workers),
                         ("--json", args.json), ("--markdown", args.markdown), ("--results", args.results)):
         if value is not None:
@@ -133,6 +141,20 @@ def _p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-4 else f"{p:.2e}"
 
 
+def _runs_lines(result: dict) -> list[str]:
+    """The runs-per-fold protocol in words (nothing for one run per fold)."""
+    runs = result.get("runs_per_fold", 1)
+    if runs == 1:
+        return []
+    how = ("the median test accuracy of its runs" if result["pick"] == "median" else
+           "the test accuracy of its run with the best training accuracy (ties: the lowest run index)")
+    det = result.get("deterministic") or []
+    once = (f" Deterministic, one run per fold: {', '.join(md_text(n) for n in det)}." if det else "")
+    return [f"Runs per fold: {runs} independently seeded runs of each stochastic method (seeds from the task "
+            f"key and the run index); a fold's score is {how} (pick {result['pick']}).{once} "
+            "Fit times are per fold (all its runs).", ""]
+
+
 def render_markdown(result: dict) -> str:
     s = result["summary"]
     names, datasets, cells = s["methods"], s["datasets"], s["cells"]
@@ -146,6 +168,7 @@ def render_markdown(result: dict) -> str:
     out = [f"# treegen compare: {len(names)} method(s) on {len(datasets)} dataset(s)", "",
            f"{result['folds']}-fold stratified CV x {result['repeats']} repetition(s), seed {result['seed']}; "
            f"{ran}; the tasks' fit and measure times sum to {result['task_seconds']:.0f} s.", "",
+           *_runs_lines(result),
            f"Command: {md_code(result['command'])}", "", "Methods:", ""]
     for name, m in result["methods"].items():
         params = ", ".join(f"{md_text(k)}={md_text(v)}" for k, v in m["params"].items())
@@ -249,7 +272,7 @@ def cmd_compare(args) -> int:
                     f"{results_path} (the same command resumes)")
     try:
         run = _cmp.run_comparison(data, methods, folds=args.folds, repeats=args.repeats, seed=args.seed,
-                                  results=results_path, scheduler=args.scheduler, workers=args.workers,
+                                  runs_per_fold=args.runs_per_fold, pick=args.pick, results=results_path, scheduler=args.scheduler, workers=args.workers,
                                   measure=measure, on_start=on_start, on_result=on_result,
                                   skip_bad_results=args.skip_bad_results)
     except KeyboardInterrupt as exc:      # Ctrl-C, or SIGTERM/SIGHUP (Interrupted): 128 + the signal number

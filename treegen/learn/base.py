@@ -76,6 +76,8 @@ class TreeClassifier:
     """
 
     algorithm: str = ""
+    #: the same tree whatever the seed (compare runs one fit per fold, not ``--runs-per-fold``)
+    deterministic: bool = False
 
     # ------------------------------------------------------------------ params
     @classmethod

@@ -13,7 +13,8 @@ Pieces:
 * :class:`Method` — a named (algorithm, parameters) setting; :func:`methods_from_spec` builds them from
   ``--algos`` and a parameter file's contents.
 * :func:`plan` — the task list; every task has a ``key``: a hash of everything its result depends on
-  (dataset contents, algorithm, parameters, folds, seed, repetition, fold).
+  (dataset contents, algorithm, parameters, folds, seed, repetition, fold, and the run index of runs
+  after the first when a stochastic method runs ``runs_per_fold`` times per fold).
 * :func:`run_task` — one task (runs on a worker); ``measure(estimator, X_train)`` may add figures
   (e.g. flash bytes of the export, which the learn layer cannot compute itself).
 * :class:`ResultsFile` (:mod:`treegen.learn.compare_results`) — the resumable JSONL results file: one
@@ -22,6 +23,9 @@ Pieces:
   cores, or a running scheduler, its address checked first: :mod:`treegen.learn.scheduler`): datasets
   sent once to every worker, tasks submitted with the dataset's future, results handed back as they
   finish; an interrupt cancels what is left (stop signals: :mod:`treegen.learn.cluster_signals`).
+* :mod:`treegen.learn.compare_runs` — several runs per fold: their seeds, which methods are
+  deterministic (one run), and one score per fold from its runs (``pick``: the median test accuracy,
+  or the test accuracy of the run with the best training accuracy; Cao & Rockett's protocol).
 * :func:`summarize` — per-cell mean ± 95 % CI, best method per dataset, average ranks, Friedman with
   Iman-Davenport + Nemenyi + Holm, and Wilcoxon for two methods.
 """
@@ -49,6 +53,7 @@ from treegen.core.errors import DataError, TreegenError
 from treegen.core.metrics import summary
 from treegen.learn.cluster_signals import children_ignore_sigint, deferred_stop_signals, raise_deferred
 from treegen.learn.compare_results import ResultsFile
+from treegen.learn.compare_runs import MAX_RUNS_PER_FOLD, PICKS, fold_records, is_deterministic, run_seed
 from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
 from treegen.learn.estimators import ALGORITHMS
 from treegen.learn.scheduler import parse_address, probe
@@ -186,26 +191,38 @@ class Task:
     fold: int = 0
     seed: int = 0
     key_v1: str = ""      # the same task's key in results files of record version 1 (accuracy in percent)
+    run: int = 0          # run index within the fold (runs_per_fold > 1); run 0 is the fold's one task of R = 1
 
 
 def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: int, fold: int,
-             record: int = 2) -> str:
+             record: int = 2, run: int = 0) -> str:
     """Hash of everything a task's result depends on (not the display names). ``record`` 2 = accuracies
     as fractions; version 1 (accuracy in percent, no version in the hash) is what older results files
-    hold — :meth:`ResultsFile.done` converts those records instead of running their tasks again."""
+    hold — :meth:`ResultsFile.done` converts those records instead of running their tasks again.
+    ``run`` > 0 (a further run of the fold) enters the hash; run 0 has the key of the fold's single
+    task, so a results file of one run per fold gives every fold its first run."""
     ident = {"data": data.digest, "algorithm": method.algorithm, "params": method.params,
              "folds": folds, "seed": seed, "repeat": repeat, "fold": fold}
     if record != 1:
         ident["record"] = record
+    if run:
+        ident["run"] = run
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
 
 
 def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: int = 5, repeats: int = 1,
-         seed: int = 0) -> list[Task]:
-    """Every (dataset, method, repetition, fold) task, datasets outermost, folds innermost."""
-    for name, value, minimum in (("folds", folds, 2), ("repeats", repeats, 1), ("seed", seed, 0)):
+         seed: int = 0, runs_per_fold: int = 1) -> list[Task]:
+    """Every (dataset, method, repetition, fold[, run]) task, datasets outermost, runs innermost.
+
+    A stochastic method gets ``runs_per_fold`` independently seeded runs per fold (:func:`run_seed`);
+    a deterministic one (CART, ID3: :func:`is_deterministic`) one run. With ``runs_per_fold`` 1 the
+    tasks, keys and seeds are those of a plan without runs."""
+    for name, value, minimum in (("folds", folds, 2), ("repeats", repeats, 1), ("seed", seed, 0),
+                                 ("runs_per_fold", runs_per_fold, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
             raise TreegenError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if runs_per_fold > MAX_RUNS_PER_FOLD:
+        raise TreegenError(f"runs_per_fold must be at most {MAX_RUNS_PER_FOLD}, got {runs_per_fold}")
     names = [d.name for d in datasets]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
@@ -227,25 +244,32 @@ def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: i
             warnings.warn(f"dataset {data.name}: the least populated class has only {int(counts.min())} member(s), "
                           f"fewer than folds={folds}", UserWarning, stacklevel=2)
         for m in methods:
+            runs = 1 if is_deterministic(m.algorithm) else int(runs_per_fold)
             for r in range(repeats):
                 for f in range(folds):
-                    tasks.append(Task(task_key(data, m, folds, seed, r, f), data.name, m.name, m.algorithm,
-                                      dict(m.params), folds, seed + r, r, f, fold_seed(seed, r, f),
-                                      key_v1=task_key(data, m, folds, seed, r, f, record=1)))
+                    first = task_key(data, m, folds, seed, r, f)
+                    for i in range(runs):
+                        key = first if i == 0 else task_key(data, m, folds, seed, r, f, run=i)
+                        tasks.append(Task(key, data.name, m.name, m.algorithm, dict(m.params), folds, seed + r, r,
+                                          f, run_seed(first, fold_seed(seed, r, f), i),
+                                          key_v1=task_key(data, m, folds, seed, r, f, record=1) if i == 0 else "",
+                                          run=i))
     return tasks
 
 
 def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> dict:
     """Fit the task's estimator on its training rows, score it on its test rows.
 
-    Returns the task's record: ``key, dataset, method, algorithm, repeat, fold, seed, n_train, n_test,
-    accuracy`` (a fraction 0..1), ``leaves, depth, train_seconds`` and whatever ``measure(estimator, X_train)`` returns.
+    Returns the task's record: ``key, dataset, method, algorithm, repeat, fold, run, seed, n_train, n_test,
+    accuracy`` (a fraction 0..1), ``train_accuracy`` (on the training rows), ``leaves, depth, train_seconds``
+    and whatever ``measure(estimator, X_train)`` returns.
     """
     fold_of = stratified_fold_ids(data.y, task.folds, np.random.default_rng(task.split_seed))
     test = np.flatnonzero(fold_of == task.fold)
     train = np.flatnonzero(fold_of != task.fold)
     est = EstimatorFactory(task.algorithm, task.params)(task.seed)
-    where = f"dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold {task.fold}"
+    where = f"dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold {task.fold}" + \
+        (f", run {task.run}" if task.run else "")
     t0 = time.perf_counter()
     try:
         est.fit(data.X[train], data.y[train])
@@ -255,9 +279,10 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
     pred = np.asarray(est.predict(data.X[test]))
     record = {
         "key": task.key, "dataset": task.dataset, "method": task.method, "algorithm": task.algorithm,
-        "repeat": task.repeat, "fold": task.fold, "seed": task.seed,
+        "repeat": task.repeat, "fold": task.fold, "run": task.run, "seed": task.seed,
         "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
         "accuracy": float(np.mean(pred == data.y[test])),
+        "train_accuracy": float(np.mean(np.asarray(est.predict(data.X[train])) == data.y[train])),
         "leaves": int(est.tree_.n_leaves), "depth": int(est.tree_.depth), "train_seconds": seconds,
     }
     if measure is not None:
@@ -389,8 +414,9 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
                     reason = re.search(r"reason: ([^.]+)", str(exc))
                     what = (f"the cluster cancelled it ({reason.group(1)})" if reason else
                             f"the cluster dropped it ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})")
+                run = f", run {task.run}" if task.run else ""
                 raise TreegenError(f"task dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold "
-                                   f"{task.fold}: {what}") from None
+                                   f"{task.fold}{run}: {what}") from None
             records[index[fut.key]] = rec
             if on_result is not None:
                 on_result(rec)
@@ -474,13 +500,17 @@ FLASH_FIELDS = ("flash_bytes", "flash_bytes_inference")
 
 
 def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, folds: int = 5, repeats: int = 1,
-                   seed: int = 0, results: str | os.PathLike | None = None, scheduler: str | None = None,
+                   seed: int = 0, runs_per_fold: int = 1, pick: str = "median",
+                   results: str | os.PathLike | None = None, scheduler: str | None = None,
                    workers: int | None = None, measure: Callable | None = None,
                    on_start: Callable[[int, int, int], None] | None = None,
                    on_result: Callable[[dict], None] | None = None, skip_bad_results: bool = False) -> dict:
     """Every (dataset, method, repetition, fold) task on a Dask cluster, then the summary: what
     ``treegen compare`` computes (the command adds the printing and the files).
 
+    ``runs_per_fold``, ``pick``: R independently seeded runs of each stochastic method per fold, and how
+    the fold's score comes from them (:func:`plan`, :func:`fold_records`; every run is one task and
+    one line of the results file, so an interrupted comparison resumes from its finished runs);
     ``results``: the JSONL results file (tasks found there are not run again; None = in memory; a bad
     line raises :class:`TreegenError` naming it, or is skipped with a warning if ``skip_bad_results``);
     ``scheduler``: a running Dask scheduler (default: a local cluster of ``workers`` processes);
@@ -488,16 +518,24 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     :class:`treegen.device.footprint.FlashSize`); ``on_start(n_tasks, n_done, n_pending)`` once the
     cluster is up; ``on_result(record)`` as each task finishes.
 
-    Returns ``{"methods", "folds", "repeats", "seed", "cluster", "n_tasks", "n_tasks_run",
-    "wall_seconds", "task_seconds", "summary", "records"}`` (accuracies as fractions 0..1; :func:`summarize`;
-    ``task_seconds``: the fit and measure times of all the tasks summed, those of the results file
-    included — the compute behind the table, wherever and whenever it ran).
+    Returns ``{"methods", "folds", "repeats", "seed", "runs_per_fold", "pick", "deterministic", "cluster",
+    "n_tasks", "n_tasks_run", "wall_seconds", "task_seconds", "summary", "records"}`` (accuracies as
+    fractions 0..1; :func:`summarize`; ``records``: one per fold (:func:`fold_records`), plus
+    ``run_records`` (every run) when a fold has several; ``deterministic``: the methods run once per
+    fold; ``task_seconds``: the fit and measure times of all the tasks summed, those of the results
+    file included — the compute behind the table, wherever and whenever it ran).
     """
-    tasks = plan(data, methods, folds=folds, repeats=repeats, seed=seed)
+    if pick not in PICKS:
+        raise TreegenError(f"pick must be one of {', '.join(PICKS)}, got {pick!r}")
+    tasks = plan(data, methods, folds=folds, repeats=repeats, seed=seed, runs_per_fold=runs_per_fold)
+    multi = {(t.dataset, t.method) for t in tasks if t.run > 0}      # the methods run several times per fold
     store = ResultsFile(results, skip_bad=skip_bad_results)
     done = store.done(tasks)
     if measure is not None:   # records made without a measure do not have its figures
         done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
+    if pick == "best-train" and multi:   # picked by training accuracy: older records lack it, run those again
+        picked_by_train = {t.key for t in tasks if (t.dataset, t.method) in multi}
+        done = {k: r for k, r in done.items() if "train_accuracy" in r or k not in picked_by_train}
     pending = [t for t in tasks if t.key not in done]
     cluster = f"the Dask scheduler {scheduler}" if scheduler else "a local Dask cluster"
     t0 = time.perf_counter()
@@ -522,10 +560,16 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     records = [{**store.records[t.key], "dataset": t.dataset, "method": t.method} for t in tasks]
     if measure is None:
         records = [{k: v for k, v in r.items() if k not in FLASH_FIELDS} for r in records]
-    return {"methods": method_params(methods), "folds": folds, "repeats": repeats, "seed": seed, "cluster": cluster,
-            "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,
-            "task_seconds": sum(float(r.get(f) or 0.0) for r in records for f in TIMING_FIELDS),
-            "summary": summarize(records, [d.name for d in data], methods), "records": records}
+    per_fold = fold_records(records, pick)
+    out = {"methods": method_params(methods), "folds": folds, "repeats": repeats, "seed": seed,
+           "runs_per_fold": runs_per_fold, "pick": pick,
+           "deterministic": [m.name for m in methods if is_deterministic(m.algorithm)], "cluster": cluster,
+           "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,
+           "task_seconds": sum(float(r.get(f) or 0.0) for r in records for f in TIMING_FIELDS),
+           "summary": summarize(per_fold, [d.name for d in data], methods), "records": per_fold}
+    if len(per_fold) != len(records):
+        out["run_records"] = records
+    return out
 
 
 def compare(datasets: dict, algos: Sequence[str], params: dict | None = None, **kw) -> dict:

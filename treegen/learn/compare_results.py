@@ -3,7 +3,7 @@ finish, read back on a rerun so finished tasks are not run again.
 
 The file is trusted for nothing: every line is checked when it is read (a JSON object; the fields
 of a task record with their types and ranges: :func:`record_problem`), and a record used for a task
-of this run must be that task's (:meth:`ResultsFile.done`: same algorithm, repetition, fold, seed
+of this run must be that task's (:meth:`ResultsFile.done`: same algorithm, repetition, fold, run, seed
 and an accuracy that is a count of test rows). A bad line is refused with its line number
 (:class:`TreegenError`), or skipped with a warning when the caller asks for it (``skip_bad``). The
 one exception is a last line cut short without its newline (a run killed while writing): it is left
@@ -31,7 +31,7 @@ MINIMUM = {"repeat": 0, "fold": 0, "seed": 0, "n_train": 1, "n_test": 1, "leaves
            "train_seconds": 0}
 #: optional fields: name -> (types, minimum); None is allowed for the flash sizes (not measurable)
 OPTIONAL = {"measure_seconds": (_NUM, 0), "flash_bytes": (_INT, 0), "flash_bytes_inference": (_INT, 0),
-            "converted_from": ((str,), None)}
+            "converted_from": ((str,), None), "run": (_INT, 0), "train_accuracy": (_NUM, 0)}
 
 
 def _type_name(types) -> str:
@@ -70,6 +70,8 @@ def record_problem(rec) -> str | None:
             problem = _check_value(name, rec[name], types, minimum)
             if problem:
                 return problem
+    if rec.get("train_accuracy", 0) > 1:
+        return f"train_accuracy must be a fraction 0..1, got {rec['train_accuracy']}"
     return None
 
 
@@ -140,12 +142,13 @@ class ResultsFile:
         self.skipped.append(f"line {number}: {problem}")
 
     def _mismatch(self, task, rec: dict) -> str | None:
-        """How a record found under ``task``'s key differs from the task (None: it is the task's)."""
+        """How a record found under ``task``'s key differs from the task (None: it is the task's). A record
+        without ``run`` (written before runs per fold) is run 0."""
         for name, want in (("algorithm", task.algorithm), ("repeat", task.repeat), ("fold", task.fold),
-                           ("seed", task.seed)):
-            if rec[name] != want:
+                           ("seed", task.seed), ("run", getattr(task, "run", 0))):
+            if rec.get(name, 0) != want:
                 return (f"the record for dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold "
-                        f"{task.fold} has {name} {json.dumps(rec[name])}, this comparison's task has "
+                        f"{task.fold} has {name} {json.dumps(rec.get(name, 0))}, this comparison's task has "
                         f"{json.dumps(want)}")
         return None
 

@@ -191,6 +191,7 @@ class CARTClassifier(TreeClassifier):
     """
 
     algorithm = "cart"
+    deterministic = True
 
     def __init__(self, *, criterion: str = "gini", max_depth: int | None = None, min_samples_split: int = 2,
                  min_samples_leaf: int = 1, ccp_alpha: float = 0.0, scaling: str = "auto",
@@ -332,6 +333,7 @@ class ID3Classifier(TreeClassifier):
     """
 
     algorithm = "id3"
+    deterministic = True
 
     def __init__(self, *, max_depth: int | None = None, min_samples_split: int = 2, min_samples_leaf: int = 1,
                  categorical=None, pruning: str = "none", confidence: float = 0.25, scaling: str = "auto",
