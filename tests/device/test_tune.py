@@ -115,8 +115,13 @@ def test_bad_input_is_one_line(capsys, tmp_path, argv, match):
 
 
 def test_emulated_costs_are_repeatable(irs, tmp_path):
-    """Two measurements of one model on qemu-m4 with separate caches and build folders: the same flash,
-    RAM and instructions (QEMU's -icount), so the same points give the same front for a seed."""
+    """Two measurements of one model on qemu-m4 with separate caches and build folders: the same flash
+    and RAM, and instructions equal to the counter's resolution. The MPS2 images count with SysTick,
+    one tick per 40 instructions (25 MHz under -icount shift=0), and where the first read falls within a
+    tick depends on when the host's request reached the UART (host timing), so each row's BENCH is
+    exact to +-1 tick over its calls: model and baseline each within 40 / COST_BENCH_ITERS per
+    inference. (Seen under load: 35.77 vs 35.80.) A tune run's front is repeatable through the cost
+    cache, keyed by model hash."""
     from treegen.learn.estimators import make_estimator
 
     model = make_estimator("cart", max_depth=3, random_state=0).fit(*irs).model_
@@ -125,8 +130,11 @@ def test_emulated_costs_are_repeatable(irs, tmp_path):
         meter = tune_cost.CostMeter("qemu-m4", work_dir=tmp_path / f"w{i}")
         got.append(meter(model, irs[0], "table", "dsp"))
         assert meter.measured == 2            # the model and the one-leaf baseline
-    assert got[0] == got[1] and got[0]["instructions"] > 0 and 0 < got[0]["flash_bytes"] < 200
-    assert got[0]["latency_us"] == pytest.approx(got[0]["instructions"] / 25.0)     # 25 MHz
+    a, b = ({k: v for k, v in g.items() if k not in ("instructions", "latency_us")} for g in got)
+    assert a == b and got[0]["instructions"] > 0 and 0 < got[0]["flash_bytes"] < 200
+    assert abs(got[0]["instructions"] - got[1]["instructions"]) <= 2 * 40 / tune_cost.COST_BENCH_ITERS
+    for g in got:
+        assert g["latency_us"] == pytest.approx(g["instructions"] / 25.0, abs=1e-3)     # 25 MHz
 
 
 def test_latency_conversion_and_size_parsing():
