@@ -296,7 +296,9 @@ def _prune(g: dict, ccp_alpha: float | None):
 
 
 # ---------------------------------------------------------------------------------------- output
-def _to_tree(g: dict, collapsed: np.ndarray | None) -> Tree:
+def structure(g: dict, collapsed: np.ndarray | None):
+    """Grown arrays with the `collapsed` nodes made leaves -> (one-hot weights, threshold, left, right);
+    shared by the classifier and the regressor (cart_reg)."""
     feature = g["feature"].copy()
     left = g["left"].copy()
     right = g["right"].copy()
@@ -310,6 +312,11 @@ def _to_tree(g: dict, collapsed: np.ndarray | None) -> Tree:
     weights = np.zeros((n_nodes, g["n_features"]))
     internal = np.flatnonzero(feature != LEAF)
     weights[internal, feature[internal]] = 1.0
+    return weights, threshold, left, right
+
+
+def _to_tree(g: dict, collapsed: np.ndarray | None) -> Tree:
+    weights, threshold, left, right = structure(g, collapsed)
     counts = g["counts"]
     tree = Tree(weights, threshold, left, right, counts.argmax(axis=1), counts)
     return tree.compact()

@@ -126,16 +126,8 @@ def _grow(X, y, max_depth, min_samples_split, min_samples_leaf, max_features=Non
 
 
 def _to_tree(g: dict, collapsed: np.ndarray | None) -> Tree:
-    feature, left, right, threshold = g["feature"].copy(), g["left"].copy(), g["right"].copy(), g["threshold"].copy()
-    if collapsed is not None and collapsed.any():
-        feature[collapsed] = LEAF
-        left[collapsed] = LEAF
-        right[collapsed] = LEAF
-        threshold[collapsed] = 0.0
-    n_nodes = feature.shape[0]
-    weights = np.zeros((n_nodes, g["n_features"]))
-    internal = np.flatnonzero(feature != LEAF)
-    weights[internal, feature[internal]] = 1.0
+    weights, threshold, left, right = cart.structure(g, collapsed)
+    n_nodes = weights.shape[0]
     tree = Tree(weights, threshold, left, right, np.zeros(n_nodes, dtype=np.int32), g["n_samples"][:, None],
                 leaf_value=g["mean"])
     return tree.compact()
