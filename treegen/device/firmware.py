@@ -230,12 +230,14 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
         report = export_model(model, tmp, target=tgt, layout=layout, dtype="q15", variant=variant,
                               name=c_identifier(name), measure=False)
         written = [Path(shutil.copyfile(Path(tmp) / f, out / f)) for f in (f"{report.name}.h", f"{report.name}.c")]
+    # PREDICT_RAW serves the float entry point where the export has one (not the boosted Q15 export)
+    has_float_entry = f"int tg_{report.name}_predict(const float *" in written[0].read_text()
     return written + render_harness(out, name=report.name, n_features=model.n_features, n_classes=model.n_classes,
                                     model_hash=model.hash(), target=tgt,
                                     variant=f"{report.dtype}-{report.layout}-{report.variant}",
                                     max_payload=max_payload, train=train,
                                     proba=len(model.trees) > 1 and report.vote == "soft",
-                                    value=model.is_regression, raw=not model.is_regression)
+                                    value=model.is_regression, raw=has_float_entry and not model.is_regression)
 
 
 def plan_train(model: Model, tgt: _targets.Target, train, max_payload: int | None):
