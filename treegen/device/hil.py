@@ -117,6 +117,26 @@ class Reference:
         return self.frac_bits is not None
 
 
+def _class_indices(model: Model, labels, n_rows: int) -> np.ndarray:
+    """The true class index of every row's label (-1: a label the model does not know)."""
+    labels = list(np.asarray(labels, dtype=object).tolist())
+    if len(labels) != n_rows:
+        raise TreegenError(f"{len(labels)} labels for {n_rows} rows")
+    known = {repr(c): i for i, c in enumerate(model.classes)}
+    return np.array([known.get(repr(v), -1) for v in labels], dtype=np.int64)
+
+
+def _target_values(labels, n_rows: int) -> np.ndarray:
+    """A regression model's target of every row, float64."""
+    try:
+        y = np.asarray(np.asarray(labels, dtype=object).tolist(), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TreegenError("a regression model's HIL data needs numeric target values") from None
+    if y.shape[0] != n_rows:
+        raise TreegenError(f"{y.shape[0]} target values for {n_rows} rows")
+    return y
+
+
 def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
     """The expected answers for raw rows ``X_raw`` (or for Q15 rows ``q15``).
 
@@ -146,13 +166,7 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
     else:
         fixed = np.asarray(predict_model_q15(quantize_model(model), model.n_classes, Xq), dtype=np.int64)
     floating = np.asarray(model.predict_index_normalised(Xq.astype(np.float64) / 32768.0), dtype=np.int64)
-    y = None
-    if labels is not None:
-        labels = list(np.asarray(labels, dtype=object).tolist())
-        if len(labels) != Xq.shape[0]:
-            raise TreegenError(f"{len(labels)} labels for {Xq.shape[0]} rows")
-        known = {repr(c): i for i, c in enumerate(model.classes)}
-        y = np.array([known.get(repr(v), -1) for v in labels], dtype=np.int64)
+    y = None if labels is None else _class_indices(model, labels, Xq.shape[0])
     return Reference(Xq, fixed, floating, y, proba)
 
 
@@ -166,14 +180,11 @@ def _boost_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
     Xn = Xq.astype(np.float64) / 32768.0
     if model.is_regression:
         floating = model.predict_value_normalised(Xn)
-        y = None if labels is None else np.asarray(np.asarray(labels, dtype=object).tolist(), dtype=np.float64)
+        y = None if labels is None else _target_values(labels, Xq.shape[0])
         return Reference(Xq, raw[:, 0].astype(np.int64), None, None, None, floating, tq.frac_bits, y)
     fixed = (raw[:, 0] > 0).astype(np.int64) if raw.shape[1] == 1 else raw.argmax(axis=1).astype(np.int64)
     floating = np.asarray(model.predict_index_normalised(Xn), dtype=np.int64)
-    y = None
-    if labels is not None:
-        known = {repr(c): i for i, c in enumerate(model.classes)}
-        y = np.array([known.get(repr(v), -1) for v in np.asarray(labels, dtype=object).tolist()], dtype=np.int64)
+    y = None if labels is None else _class_indices(model, labels, Xq.shape[0])
     return Reference(Xq, fixed, floating, y, None)
 
 
@@ -189,14 +200,7 @@ def _value_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
     rows = np.stack([predict_q15(qt, Xq) for qt in qtrees], axis=1)
     fixed = np.asarray(combine_fixed(vv, rows), dtype=np.int64)
     floating = model.predict_value_normalised(Xq.astype(np.float64) / 32768.0)
-    y = None
-    if labels is not None:
-        try:
-            y = np.asarray(np.asarray(labels, dtype=object).tolist(), dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TreegenError("a regression model's HIL data needs numeric target values") from None
-        if y.shape[0] != Xq.shape[0]:
-            raise TreegenError(f"{y.shape[0]} target values for {Xq.shape[0]} rows")
+    y = None if labels is None else _target_values(labels, Xq.shape[0])
     return Reference(Xq, fixed, None, None, None, floating, vv.frac_bits, y)
 
 
