@@ -242,17 +242,14 @@ def row_sets(ens, X_train, X_test, n_random: int, ulps: int = 64) -> dict:
     rng = np.random.default_rng(1)
     R = rng.uniform(X_train.min(axis=0), X_train.max(axis=0), size=(n_random, X_train.shape[1]))
     from treegen.emit.importers.ensemble import le_threshold
+    from treegen.emit.lower_f32 import f32_of_ordinals, f32_ordinals
     blocks = []
     pts = [(f, t) for f, t in ens.split_points() if abs(t) < F32_MAX]
     base = X_test[rng.integers(0, X_test.shape[0], size=len(pts))]
     offs = np.arange(-ulps, ulps + 1, dtype=np.int64)
     for (f, t), b in zip(pts, base):
         x0 = np.float32(le_threshold(t, "<="))          # the last float32 on the left side
-        bits = np.array([x0], dtype=np.float32).view(np.int32).astype(np.int64)[0]
-        # walk the float32 order (sign-magnitude): the neighbours below and above
-        key = bits if bits >= 0 else -(bits & 0x7FFFFFFF)
-        keys = key + offs
-        vals = np.where(keys >= 0, keys, (-keys) | 0x80000000).astype(np.uint32).view(np.float32)
+        vals = f32_of_ordinals(f32_ordinals(x0) + offs)  # its neighbours below and above in float32 order
         B = np.tile(b, (offs.size, 1))
         B[:, f] = vals
         blocks.append(B)

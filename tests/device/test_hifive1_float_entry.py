@@ -25,7 +25,7 @@ from treegen import CARTClassifier, EFTIClassifier
 from treegen.core import targets
 from treegen.device.hil import reference
 from treegen.emit.export import STRICT_CFLAGS, export_model
-from treegen.emit.lower_f32 import f32_axis_splits
+from treegen.emit.lower_f32 import f32_axis_splits, f32_of_ordinals, f32_ordinals
 
 TESTS = Path(__file__).resolve().parents[1]
 ULPS = 64
@@ -45,11 +45,8 @@ def _data(n: int = 150):
 
 def _ulp_walk(values: np.ndarray) -> np.ndarray:
     """Every float32 within +-ULPS ulps of each value (bit-pattern neighbours, finite values only)."""
-    v = np.asarray(values, dtype=np.float32)
-    bits = v.view(np.int32).astype(np.int64)
-    signed = np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)           # ordered integers across zero
-    walk = (signed[:, None] + np.arange(-ULPS, ULPS + 1)[None, :]).ravel()
-    out = np.where(walk < 0, (-walk) | 0x80000000, walk).astype(np.uint32).view(np.float32)
+    walk = (f32_ordinals(values)[:, None] + np.arange(-ULPS, ULPS + 1)[None, :]).ravel()
+    out = f32_of_ordinals(walk)
     return out[np.isfinite(out)]
 
 

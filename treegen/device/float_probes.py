@@ -22,22 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from treegen.core.model import Model
-from treegen.emit.lower_f32 import f32_axis_splits
+from treegen.emit.lower_f32 import f32_axis_splits, f32_of_ordinals, f32_ordinals
 from treegen.emit.quantize import quantize_model
 
 DEFAULT_ULPS = 64
-
-
-def _ordinals(x: np.ndarray) -> np.ndarray:
-    """float32 values -> ordinals (consecutive float32 values have consecutive ordinals; -0 == +0)."""
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
-    return np.where(bits >= 0x80000000, -(bits & 0x7FFFFFFF), bits)
-
-
-def _from_ordinals(o: np.ndarray) -> np.ndarray:
-    o = np.clip(np.asarray(o, dtype=np.int64), -0x7F800000, 0x7F800000)   # at most +-inf
-    bits = np.where(o >= 0, o, 0x80000000 | -o).astype(np.uint32)
-    return bits.view(np.float32)
 
 
 def _reach(qt, Xq: np.ndarray) -> np.ndarray:
@@ -99,7 +87,8 @@ def threshold_probes(model: Model, X_raw: np.ndarray, ulps: int = DEFAULT_ULPS) 
     keep = np.isin(ops, ["le", "gt"])            # "left"/"right": no float32 input flips the test
     feat, base, t = feat[keep], base[keep], t[keep]
     steps = np.arange(-ulps, ulps + 1, dtype=np.int64)
-    values = _from_ordinals(_ordinals(t)[:, None] + steps[None, :])           # (n_points, 2 * ulps + 1)
+    walk = np.clip(f32_ordinals(t)[:, None] + steps[None, :], -0x7F800000, 0x7F800000)   # at most +-inf
+    values = f32_of_ordinals(walk)                                            # (n_points, 2 * ulps + 1)
     rows = np.repeat(X32[base], steps.size, axis=0)
     rows[np.arange(rows.shape[0]), np.repeat(feat, steps.size)] = values.ravel()
     return rows, int(feat.size)

@@ -83,7 +83,15 @@ def f32_key(bits):
     return int(key) if key.ndim == 0 else key
 
 
-def _f32_of_ordinals(o: np.ndarray) -> np.ndarray:
+def f32_ordinals(x) -> np.ndarray:
+    """float32 values -> ordinals: consecutive float32 values have consecutive int64 ordinals, -0 == +0
+    (the inverse of :func:`f32_of_ordinals`; a walk of n ulps is ordinal +- n)."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
+    return np.where(bits >= 0x80000000, -(bits & 0x7FFFFFFF), bits)
+
+
+def f32_of_ordinals(o: np.ndarray) -> np.ndarray:
+    """Ordinals (see :func:`f32_ordinals`) -> float32 values."""
     o = np.asarray(o, dtype=np.int64)
     bits = np.where(o >= 0, o, 0x80000000 | -o).astype(np.uint32)
     return bits.view(np.float32)
@@ -104,7 +112,7 @@ def f32_axis_splits(offset, scale, T) -> tuple[np.ndarray, np.ndarray]:
     todo = np.flatnonzero(~always_left & ~always_right)
 
     def left(o, idx):
-        return q15_of_raw(_f32_of_ordinals(o), offset[idx], scale[idx]) <= T[idx]
+        return q15_of_raw(f32_of_ordinals(o), offset[idx], scale[idx]) <= T[idx]
 
     lo = np.full(todo.size, -_F32_INF_ORD, dtype=np.int64)
     hi = np.full(todo.size, _F32_INF_ORD, dtype=np.int64)
@@ -120,7 +128,7 @@ def f32_axis_splits(offset, scale, T) -> tuple[np.ndarray, np.ndarray]:
         lo = np.where(same, mid, lo)
         hi = np.where(same, hi, mid)
     ops[todo] = np.where(scale[todo] > 0, "le", "gt")
-    t[todo] = _f32_of_ordinals(lo)
+    t[todo] = f32_of_ordinals(lo)
     return ops, t
 
 
