@@ -618,31 +618,13 @@ class Evolver:
     # ------------------------------------------------------------------ export
     def to_tree(self, s: _Snapshot, X01: np.ndarray) -> Tree:
         """Snapshot -> shared tree model (pre-order, exact float weights)."""
-        order: list[int] = []
-        stack = [s.root]
-        while stack:
-            k = stack.pop()
-            order.append(k)
-            if s.L[k] != LEAF:
-                stack.append(int(s.R[k]))
-                stack.append(int(s.L[k]))
-        index = {k: i for i, k in enumerate(order)}
+        order, W, T, left, right = preorder_arrays(s, self.A)
         m = len(order)
-        W = np.zeros((m, self.A))
-        T = np.zeros(m)
-        left = np.full(m, LEAF, dtype=np.int32)
-        right = np.full(m, LEAF, dtype=np.int32)
         leaf_class = np.zeros(m, dtype=np.int32)
         leaves_in_order = [k for k in order if s.L[k] == LEAF]
         dom = dict(zip(leaves_in_order, s.dom.tolist()))
-        for k in order:
-            i = index[k]
-            if s.L[k] != LEAF:
-                W[i] = s.W[k] / W_ONE
-                T[i] = s.T[k] / T_ONE
-                left[i] = index[int(s.L[k])]
-                right[i] = index[int(s.R[k])]
-            else:
+        for i, k in enumerate(order):
+            if s.L[k] == LEAF:
                 leaf_class[i] = dom[k]
         tree = Tree(W, T, left, right, leaf_class, np.zeros((m, self.C), dtype=np.int64))
         return tree.refit_counts(X01, self.y, relabel=False).validate()
@@ -658,6 +640,33 @@ def check_inputs(X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if np.unique(y).size < 2:
         raise TreegenError("EFTI needs at least two classes in the training data")
     return X, Xq, y
+
+
+def preorder_arrays(s, n_attributes: int):
+    """A snapshot's nodes in pre-order (root, left subtree, right subtree) as the shared tree arrays:
+    ``(order, W, T, left, right)`` -- ``order[i]`` the snapshot slot of node ``i``, exact float weights
+    and thresholds at inner nodes (0 at leaves), child indices in the new order (``LEAF`` at leaves)."""
+    order: list[int] = []
+    stack = [s.root]
+    while stack:
+        k = stack.pop()
+        order.append(k)
+        if s.L[k] != LEAF:
+            stack.append(int(s.R[k]))
+            stack.append(int(s.L[k]))
+    index = {k: i for i, k in enumerate(order)}
+    m = len(order)
+    W = np.zeros((m, n_attributes))
+    T = np.zeros(m)
+    left = np.full(m, LEAF, dtype=np.int32)
+    right = np.full(m, LEAF, dtype=np.int32)
+    for i, k in enumerate(order):
+        if s.L[k] != LEAF:
+            W[i] = s.W[k] / W_ONE
+            T[i] = s.T[k] / T_ONE
+            left[i] = index[int(s.L[k])]
+            right[i] = index[int(s.R[k])]
+    return order, W, T, left, right
 
 
 def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | None = None, *, seed: int = 0,

@@ -90,27 +90,8 @@ class RegressionEvolver(efti.Evolver):
 
     def to_value_tree(self, s, X01: np.ndarray, y: np.ndarray) -> Tree:
         """Snapshot -> value tree (pre-order, exact float weights), leaves = mean target of their rows."""
-        order: list[int] = []
-        stack = [s.root]
-        while stack:
-            k = stack.pop()
-            order.append(k)
-            if s.L[k] != LEAF:
-                stack.append(int(s.R[k]))
-                stack.append(int(s.L[k]))
-        index = {k: i for i, k in enumerate(order)}
+        order, W, T, left, right = efti.preorder_arrays(s, self.A)
         m = len(order)
-        W = np.zeros((m, self.A))
-        T = np.zeros(m)
-        left = np.full(m, LEAF, dtype=np.int32)
-        right = np.full(m, LEAF, dtype=np.int32)
-        for k in order:
-            if s.L[k] != LEAF:
-                i = index[k]
-                W[i] = s.W[k] / efti.W_ONE
-                T[i] = s.T[k] / efti.T_ONE
-                left[i] = index[int(s.L[k])]
-                right[i] = index[int(s.R[k])]
         tree = Tree(W, T, left, right, np.zeros(m, dtype=np.int32), np.zeros((m, 1), dtype=np.int64),
                     leaf_value=np.full(m, float(np.mean(y))))
         return tree.refit_values(X01, y).validate()
