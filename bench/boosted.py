@@ -48,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench" / "qemu"))
 sys.path.insert(0, str(REPO / "bench"))
 import harness  # noqa: E402
+from boost_band import band_check  # noqa: E402
 from peers import c_literal, peer_c, tool_version  # noqa: E402
 
 CLS_SETS = ("breast_cancer", "wine", "iris", "digits", "wide", "pid")
@@ -68,6 +69,25 @@ int main(int argc, char **argv)
     while (fread(x, sizeof x, 1, in) == 1) {{
         tg_{n}_raw(x, raw);
         fwrite(raw, sizeof raw, 1, out);
+    }}
+    fclose(in);
+    return fclose(out) != 0;
+}}
+"""
+
+CLASS_DRIVER = r"""
+#include <stdio.h>
+#include "{n}.h"
+int main(int argc, char **argv)
+{{
+    FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
+    float x[TG_{N}_N_FEATURES];
+    int c;
+    (void)argc;
+    if (in == NULL || out == NULL) return 2;
+    while (fread(x, sizeof x, 1, in) == 1) {{
+        c = tg_{n}_predict(x);
+        fwrite(&c, sizeof c, 1, out);
     }}
     fclose(in);
     return fclose(out) != 0;
@@ -296,6 +316,17 @@ def target_raw(model, name: str, rows: np.ndarray, d: Path) -> np.ndarray:
     return out
 
 
+def c_class(model, Z: np.ndarray, d: Path) -> np.ndarray:
+    """The class index ``tg_m_predict`` of the host-compiled f32 export returns for each row."""
+    c_raw(model, "m", Z[:1], d)
+    (d / "cls.c").write_text(CLASS_DRIVER.format(n="m", N="M"))
+    subprocess.run(["gcc", "-std=c99", "-O2", "-I", str(d), str(d / "m.c"), str(d / "cls.c"), "-o", str(d / "cls")],
+                   check=True, capture_output=True)
+    Z.astype(np.float32).tofile(d / "in.bin")
+    subprocess.run([str(d / "cls"), str(d / "in.bin"), str(d / "cls.bin")], check=True, timeout=600)
+    return np.fromfile(d / "cls.bin", dtype=np.int32).astype(np.int64)
+
+
 def bits_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise: the same IEEE bits in every output (both as the precision of ``b``)."""
     a = np.ascontiguousarray(np.asarray(a, dtype=b.dtype).reshape(b.shape))
@@ -351,6 +382,9 @@ def run_exactness(args) -> int:
                             cls = model.class_of_raw(c)   # the C's decision: the model's threshold
                             r[f"{sname}_c_class_pct"] = 100.0 * float(np.mean(
                                 np.asarray(model.classes, dtype=object)[cls] == est.predict(Z)))
+                if task == "classification" and model.vote == "sum" and model.n_outputs == 1:
+                    r.update(band_check(est, model, parse(est), X_tr, X_te, imp, library_raw, c_class,
+                                        work / (key.replace("/", "_") + "_band")))
                 slot = f"{task}, {model.boost['sum_dtype'] if model.boost else ''} sums"
                 if model.vote == "sum" and slot not in on_target and not args.no_target:
                     d = work / (key.replace("/", "_") + "_m4")
@@ -378,7 +412,12 @@ def render_exactness(report: dict) -> str:
              "+-64 float32 ulps around every threshold (129 rows per split).", "",
              "Band rows: rows where `raw > 0` / the first largest raw would not be the library's class "
              "(the binary decision thresholds and softmax ties of `boost.decision_threshold`); they are "
-             "inside the class columns.", "",
+             "inside the class columns. Landed: binary models shifted (the last number added into a test "
+             "row's raw score, in the library's model) so that the row's raw score is the nearest reachable "
+             "value on each side of 0, of the smallest positive float and of the decision threshold "
+             "(`bench/boost_band.py`); inside: strictly in the band where `raw > 0` differs from the "
+             "library's rule; then on how many the library's `predict` and the treegen model / the host C "
+             "(`tg_m_predict`) agree, and `raw > 0`.", "",
              "| model | trees | sum | test py / C | random py / C | threshold rows | threshold py / C | class "
              "(test, random, threshold) | band rows |", "|---|---|---|---|---|---|---|---|---|"]
     for key, r in report["models"].items():
@@ -387,7 +426,10 @@ def render_exactness(report: dict) -> str:
             return f"{r[f'{s}_py_bit_equal_pct']:.2f} / " + ("-" if c is None else f"{c:.2f}")
         cls = ", ".join(f"{r[f'{s}_py_class_pct']:.2f}" for s in ("test", "random", "threshold")) \
             if r["task"] == "classification" else "-"
-        band = sum(r.get(f"{s}_band_rows", 0) for s in ("test", "random", "threshold"))
+        band = str(sum(r.get(f"{s}_band_rows", 0) for s in ("test", "random", "threshold")))
+        if "band_landed" in r:
+            band += (f"; landed {r['band_landed']} ({r['band_inside']} inside): py {r['band_py_class_ok']}, "
+                     f"C {r['band_c_class_ok']} agree (raw > 0: {r['band_landed'] - r['band_raw_gt_0_wrong']})")
         lines.append(f"| {key} | {r['trees']} | {r['sum']} | {pair('test')} | {pair('random')} | "
                      f"{r['threshold_rows']} | {pair('threshold')} | {cls} | {band} |")
     lines += ["", "On qemu-m4 (mps2-an386, the f32 C, raw scores of the test rows as bits): "
