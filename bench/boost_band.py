@@ -7,12 +7,12 @@ GradientBoosting the value of the leaf the row reaches in the last tree (JSON / 
 ``tree_.value``), HistGradientBoosting that leaf in its last predictor, ONNX the base values
 (onnxruntime adds them last). The raw score is monotone in that number; bisection over its ordered
 floats with the library's own raw score finds, for each target ``t`` of ``0``, the smallest positive
-float and ``v`` (each on another test row, those whose sum before the last tree is smallest first:
-there the last addition resolves finest), the largest reachable raw score below ``t`` and the smallest at or above it: rows
-on both sides of 0 and of ``v``, in the band where one exists. Each shifted library model is imported
-again; its ``predict`` is compared with the treegen model's and with the class the host-compiled C
-(``tg_m_predict``) returns. The table counts the landed rows, the rows strictly inside the band, and
-the rows where ``raw > 0`` would have been wrong.
+float and ``v`` (each on another test row, those whose sum before the last tree is smallest first: there
+the last addition resolves finest), the largest reachable raw score below ``t`` and the smallest at or
+above it: rows on both sides of 0 and of ``v``, in the band where one exists. Each shifted library model
+is imported again; its ``predict`` is compared with the treegen model's and with the class the host-
+compiled C (``tg_m_predict``) returns. The table counts the landed rows, the rows strictly inside the
+band, and the rows where ``raw > 0`` would have been wrong.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ import json
 import re
 
 import numpy as np
-
-F64 = np.float64
 
 
 def _ordinal(v: float, f32: bool) -> int:

@@ -38,8 +38,9 @@ rounded to ``sum_dtype``, is added in tree order (one rounding per addition). Cl
 output (binary): class 1 iff ``raw[0] RULE VALUE`` with the optional
 ``"decision_threshold": {"value": VALUE, "rule": ">" | ">="}`` (the source library's own rule, e.g.
 XGBoost's float32 sigmoid: ``raw > 0x1.8p-24``; a value of the sum precision), absent: ``raw[0] > 0``;
-several outputs (one per class): argmax, ties -> lowest index. Probabilities (float64): ``logistic`` -- ``1 / (1 + exp(-raw))`` (one output: ``[1 - p, p]``;
-several: per output, not normalised), ``softmax`` -- ``exp(raw - max) / sum``; ``identity`` has none.
+several outputs (one per class): argmax, ties -> lowest index. Probabilities (float64): ``logistic`` --
+``1 / (1 + exp(-raw))`` (one output: ``[1 - p, p]``; several: per output, not normalised),
+``softmax`` -- ``exp(raw - max) / sum``; ``identity`` has none.
 Regression: the prediction is ``raw[0]`` (link identity).
 
 Task (``TASKS``): ``classification`` (default; ``classes`` are the labels) or ``regression``
