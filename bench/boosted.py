@@ -371,6 +371,9 @@ def run_exactness(args) -> int:
                     if task == "classification":
                         lib_cls = est.predict(Z)
                         r[f"{sname}_py_class_pct"] = 100.0 * float(np.mean(model.predict(Z) == lib_cls))
+                        if hasattr(est, "predict_proba") and model.vote == "sum":
+                            r[f"{sname}_proba_max_abs_diff"] = float(np.abs(
+                                model.predict_proba(Z) - np.asarray(est.predict_proba(Z), dtype=np.float64)).max())
                         if model.vote == "sum":   # rows where raw > 0 / argmax(raw) is not the library's class
                             naive = np.asarray(model.classes, dtype=object)[
                                 (lib[:, 0] > 0).astype(int) if lib.shape[1] == 1 else lib.argmax(axis=1)]
@@ -417,21 +420,26 @@ def render_exactness(report: dict) -> str:
              "value on each side of 0, of the smallest positive float and of the decision threshold "
              "(`bench/boost_band.py`); inside: strictly in the band where `raw > 0` differs from the "
              "library's rule; then on how many the library's `predict` and the treegen model / the host C "
-             "(`tg_m_predict`) agree, and `raw > 0`.", "",
+             "(`tg_m_predict`) agree, and `raw > 0`. Proba max diff: the largest difference between "
+             "`Model.predict_proba` (double link of the exact raw score) and the library's `predict_proba` "
+             "over the three row sets.", "",
              "| model | trees | sum | test py / C | random py / C | threshold rows | threshold py / C | class "
-             "(test, random, threshold) | band rows |", "|---|---|---|---|---|---|---|---|---|"]
+             "(test, random, threshold) | band rows | proba max diff |", "|---|---|---|---|---|---|---|---|---|---|"]
     for key, r in report["models"].items():
         def pair(s):
             c = r.get(f"{s}_c_bit_equal_pct")
             return f"{r[f'{s}_py_bit_equal_pct']:.2f} / " + ("-" if c is None else f"{c:.2f}")
         cls = ", ".join(f"{r[f'{s}_py_class_pct']:.2f}" for s in ("test", "random", "threshold")) \
             if r["task"] == "classification" else "-"
+        pmax = max((r[f"{s}_proba_max_abs_diff"] for s in ("test", "random", "threshold")
+                    if f"{s}_proba_max_abs_diff" in r), default=None)
+        proba = "-" if pmax is None else f"{pmax:.2g}"
         band = str(sum(r.get(f"{s}_band_rows", 0) for s in ("test", "random", "threshold")))
         if "band_landed" in r:
             band += (f"; landed {r['band_landed']} ({r['band_inside']} inside): py {r['band_py_class_ok']}, "
                      f"C {r['band_c_class_ok']} agree (raw > 0: {r['band_landed'] - r['band_raw_gt_0_wrong']})")
         lines.append(f"| {key} | {r['trees']} | {r['sum']} | {pair('test')} | {pair('random')} | "
-                     f"{r['threshold_rows']} | {pair('threshold')} | {cls} | {band} |")
+                     f"{r['threshold_rows']} | {pair('threshold')} | {cls} | {band} | {proba} |")
     lines += ["", "On qemu-m4 (mps2-an386, the f32 C, raw scores of the test rows as bits): "
               + "; ".join(f"{t}: {k} {report['models'][k].get('qemu_m4_test_bit_equal_pct', '-')} % bit-equal"
                           for t, k in report["on_target"].items() if k)]
