@@ -217,3 +217,25 @@ def test_decision_threshold_in_the_model_file():
         d["boost"]["decision_threshold"] = bad
         with pytest.raises(ModelFileError, match=msg):
             Model.from_dict(d)
+
+
+def test_lightgbm_softmax_ties_within_the_gap():
+    X, y = load_iris(return_X_y=True)
+    est = lgb.LGBMClassifier(n_estimators=1, num_leaves=2, verbose=-1, n_jobs=1, min_child_samples=5).fit(X, y)
+    text = re.sub(r"tree_sizes=[^\n]*\n", "", est.booster_.model_to_string())
+    # raw scores (from 0): class 1 = 0.25 everywhere, class 0 = 0.25 - 2^-55 or 0.25 - 2^-53, class 2 lower
+    vals = iter([[0.25 - U53 / 4, 0.25 - U53], [0.25, 0.25], [0.25 - 4 * U53, 0.0]])
+    text = re.sub(r"leaf_value=[^\n]*", lambda m: "leaf_value=" + " ".join(repr(v) for v in next(vals)), text)
+    est._Booster = lgb.Booster(model_str=text)
+    model = from_lightgbm(est._Booster, X=X)
+    assert model.metadata["class_tie_gap"] == 2.0 ** -51
+    rng = np.random.default_rng(0)
+    Z = np.vstack([X, rng.uniform(X.min(0), X.max(0), (500, 4))])
+    raw = model.decision_function(Z)
+    assert np.array_equal(raw, est._Booster.predict(Z, raw_score=True))
+    lib_class, mine = est.predict(Z), model.predict_index(Z)
+    differ = lib_class != mine
+    assert differ.any()                                  # LightGBM's double softmax ties distinct raw scores
+    gap = raw.max(axis=1) - raw[np.arange(len(Z)), lib_class]
+    assert np.all(lib_class[differ] < mine[differ]) and np.all(gap[differ] < 2.0 ** -51)
+    assert np.abs(model.predict_proba(Z) - est.predict_proba(Z)).max() < 1e-15
