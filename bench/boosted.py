@@ -553,8 +553,11 @@ def _versions(sklearn) -> dict:
     for pkg in ("xgboost", "lightgbm", "m2cgen", "micromlgen"):
         try:
             out[pkg] = version(pkg)
-        except Exception:   # noqa: BLE001 - not installed
-            out[pkg] = "not installed"
+        except Exception:   # noqa: BLE001 - not installed, or under another distribution name (xgboost-cpu)
+            try:
+                out[pkg] = str(__import__(pkg).__version__)
+            except Exception:   # noqa: BLE001 - not installed
+                out[pkg] = "not installed"
     out["gcc"] = tool_version(["gcc", "--version"])
     out["arm-none-eabi-gcc"] = tool_version([harness.CC, "--version"])
     out["treegen commit"] = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
