@@ -239,3 +239,17 @@ def test_lightgbm_softmax_ties_within_the_gap():
     gap = raw.max(axis=1) - raw[np.arange(len(Z)), lib_class]
     assert np.all(lib_class[differ] < mine[differ]) and np.all(gap[differ] < 2.0 ** -51)
     assert np.abs(model.predict_proba(Z) - est.predict_proba(Z)).max() < 1e-15
+
+
+def test_xgboost_logitraw_compares_the_margin_with_one_half():
+    X, y = _bc(60)
+    est = xgb.XGBClassifier(n_estimators=2, max_depth=1, n_jobs=1, objective="binary:logitraw").fit(X, y)
+    bm = np.linspace(-1, 1, len(X)).astype(np.float32)      # margins moved across (0, 0.5]
+    margin = est.predict(X, output_margin=True, base_margin=bm)
+    assert np.count_nonzero((margin > 0) & (margin <= 0.5)) > 5
+    assert np.array_equal(est.predict(X, base_margin=bm), (margin > 0.5).astype(int))   # the library's rule
+    model = from_xgboost(est)
+    assert model.boost["decision_threshold"] == {"value": 0.5, "rule": ">"}
+    raw = model.decision_function(X)
+    assert np.array_equal(model.predict_index(X), est.predict(X)) and np.array_equal(
+        model.class_of_raw(raw[:, None]), (raw > 0.5).astype(int))
