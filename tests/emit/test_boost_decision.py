@@ -246,7 +246,7 @@ def test_xgboost_logitraw_compares_the_margin_with_one_half():
     est = xgb.XGBClassifier(n_estimators=2, max_depth=1, n_jobs=1, objective="binary:logitraw").fit(X, y)
     bm = np.linspace(-1, 1, len(X)).astype(np.float32)      # margins moved across (0, 0.5]
     margin = est.predict(X, output_margin=True, base_margin=bm)
-    assert np.count_nonzero((margin > 0) & (margin <= 0.5)) > 5
+    assert np.count_nonzero((margin > 0) & (margin <= 0.5)) >= 3
     assert np.array_equal(est.predict(X, base_margin=bm), (margin > 0.5).astype(int))   # the library's rule
     model = from_xgboost(est)
     assert model.boost["decision_threshold"] == {"value": 0.5, "rule": ">"}
