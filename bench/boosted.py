@@ -48,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench" / "qemu"))
 sys.path.insert(0, str(REPO / "bench"))
 import harness  # noqa: E402
+from boost_band import band_check  # noqa: E402
 from peers import c_literal, peer_c, tool_version  # noqa: E402
 
 CLS_SETS = ("breast_cancer", "wine", "iris", "digits", "wide", "pid")
@@ -68,6 +69,25 @@ int main(int argc, char **argv)
     while (fread(x, sizeof x, 1, in) == 1) {{
         tg_{n}_raw(x, raw);
         fwrite(raw, sizeof raw, 1, out);
+    }}
+    fclose(in);
+    return fclose(out) != 0;
+}}
+"""
+
+CLASS_DRIVER = r"""
+#include <stdio.h>
+#include "{n}.h"
+int main(int argc, char **argv)
+{{
+    FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
+    float x[TG_{N}_N_FEATURES];
+    int c;
+    (void)argc;
+    if (in == NULL || out == NULL) return 2;
+    while (fread(x, sizeof x, 1, in) == 1) {{
+        c = tg_{n}_predict(x);
+        fwrite(&c, sizeof c, 1, out);
     }}
     fclose(in);
     return fclose(out) != 0;
@@ -296,6 +316,17 @@ def target_raw(model, name: str, rows: np.ndarray, d: Path) -> np.ndarray:
     return out
 
 
+def c_class(model, Z: np.ndarray, d: Path) -> np.ndarray:
+    """The class index ``tg_m_predict`` of the host-compiled f32 export returns for each row."""
+    c_raw(model, "m", Z[:1], d)
+    (d / "cls.c").write_text(CLASS_DRIVER.format(n="m", N="M"))
+    subprocess.run(["gcc", "-std=c99", "-O2", "-I", str(d), str(d / "m.c"), str(d / "cls.c"), "-o", str(d / "cls")],
+                   check=True, capture_output=True)
+    Z.astype(np.float32).tofile(d / "in.bin")
+    subprocess.run([str(d / "cls"), str(d / "in.bin"), str(d / "cls.bin")], check=True, timeout=600)
+    return np.fromfile(d / "cls.bin", dtype=np.int32).astype(np.int64)
+
+
 def bits_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise: the same IEEE bits in every output (both as the precision of ``b``)."""
     a = np.ascontiguousarray(np.asarray(a, dtype=b.dtype).reshape(b.shape))
@@ -338,14 +369,25 @@ def run_exactness(args) -> int:
                     r[f"{sname}_rows"] = int(len(Z))
                     r[f"{sname}_py_bit_equal_pct"] = 100.0 * float(np.mean(bits_equal(mine, lib)))
                     if task == "classification":
-                        r[f"{sname}_py_class_pct"] = 100.0 * float(np.mean(model.predict(Z) == est.predict(Z)))
+                        lib_cls = est.predict(Z)
+                        r[f"{sname}_py_class_pct"] = 100.0 * float(np.mean(model.predict(Z) == lib_cls))
+                        if hasattr(est, "predict_proba") and model.vote == "sum":
+                            r[f"{sname}_proba_max_abs_diff"] = float(np.abs(
+                                model.predict_proba(Z) - np.asarray(est.predict_proba(Z), dtype=np.float64)).max())
+                        if model.vote == "sum":   # rows where raw > 0 / argmax(raw) is not the library's class
+                            naive = np.asarray(model.classes, dtype=object)[
+                                (lib[:, 0] > 0).astype(int) if lib.shape[1] == 1 else lib.argmax(axis=1)]
+                            r[f"{sname}_band_rows"] = int(np.count_nonzero(naive != lib_cls))
                     if model.vote == "sum":
                         c = c_raw(model, "m", Z, work / key.replace("/", "_"))
                         r[f"{sname}_c_bit_equal_pct"] = 100.0 * float(np.mean(bits_equal(c, lib)))
                         if task == "classification":
-                            cls = (c[:, 0] > 0).astype(int) if c.shape[1] == 1 else c.argmax(axis=1)
+                            cls = model.class_of_raw(c)   # the C's decision: the model's threshold
                             r[f"{sname}_c_class_pct"] = 100.0 * float(np.mean(
                                 np.asarray(model.classes, dtype=object)[cls] == est.predict(Z)))
+                if task == "classification" and model.vote == "sum" and model.n_outputs == 1:
+                    r.update(band_check(est, model, parse(est), X_tr, X_te, imp, library_raw, c_class,
+                                        work / (key.replace("/", "_") + "_band")))
                 slot = f"{task}, {model.boost['sum_dtype'] if model.boost else ''} sums"
                 if model.vote == "sum" and slot not in on_target and not args.no_target:
                     d = work / (key.replace("/", "_") + "_m4")
@@ -371,16 +413,33 @@ def render_exactness(report: dict) -> str:
              "`predict_value`), C = the f32 export compiled on the host (vote sum models; vote mean "
              "forests are exported by the regression export, not measured here). Rows: test / 20k random / "
              "+-64 float32 ulps around every threshold (129 rows per split).", "",
+             "Band rows: rows where `raw > 0` / the first largest raw would not be the library's class "
+             "(the binary decision thresholds and softmax ties of `boost.decision_threshold`); they are "
+             "inside the class columns. Landed: binary models shifted (the last number added into a test "
+             "row's raw score, in the library's model) so that the row's raw score is the nearest reachable "
+             "value on each side of 0, of the smallest positive float and of the decision threshold "
+             "(`bench/boost_band.py`); inside: strictly in the band where `raw > 0` differs from the "
+             "library's rule; then on how many the library's `predict` and the treegen model / the host C "
+             "(`tg_m_predict`) agree, and `raw > 0`. Proba max diff: the largest difference between "
+             "`Model.predict_proba` (double link of the exact raw score) and the library's `predict_proba` "
+             "over the three row sets.", "",
              "| model | trees | sum | test py / C | random py / C | threshold rows | threshold py / C | class "
-             "(test, random, threshold) |", "|---|---|---|---|---|---|---|---|"]
+             "(test, random, threshold) | band rows | proba max diff |", "|---|---|---|---|---|---|---|---|---|---|"]
     for key, r in report["models"].items():
         def pair(s):
             c = r.get(f"{s}_c_bit_equal_pct")
             return f"{r[f'{s}_py_bit_equal_pct']:.2f} / " + ("-" if c is None else f"{c:.2f}")
         cls = ", ".join(f"{r[f'{s}_py_class_pct']:.2f}" for s in ("test", "random", "threshold")) \
             if r["task"] == "classification" else "-"
+        pmax = max((r[f"{s}_proba_max_abs_diff"] for s in ("test", "random", "threshold")
+                    if f"{s}_proba_max_abs_diff" in r), default=None)
+        proba = "-" if pmax is None else f"{pmax:.2g}"
+        band = str(sum(r.get(f"{s}_band_rows", 0) for s in ("test", "random", "threshold")))
+        if "band_landed" in r:
+            band += (f"; landed {r['band_landed']} ({r['band_inside']} inside): py {r['band_py_class_ok']}, "
+                     f"C {r['band_c_class_ok']} agree (raw > 0: {r['band_landed'] - r['band_raw_gt_0_wrong']})")
         lines.append(f"| {key} | {r['trees']} | {r['sum']} | {pair('test')} | {pair('random')} | "
-                     f"{r['threshold_rows']} | {pair('threshold')} | {cls} |")
+                     f"{r['threshold_rows']} | {pair('threshold')} | {cls} | {band} | {proba} |")
     lines += ["", "On qemu-m4 (mps2-an386, the f32 C, raw scores of the test rows as bits): "
               + "; ".join(f"{t}: {k} {report['models'][k].get('qemu_m4_test_bit_equal_pct', '-')} % bit-equal"
                           for t, k in report["on_target"].items() if k)]
@@ -494,8 +553,11 @@ def _versions(sklearn) -> dict:
     for pkg in ("xgboost", "lightgbm", "m2cgen", "micromlgen"):
         try:
             out[pkg] = version(pkg)
-        except Exception:   # noqa: BLE001 - not installed
-            out[pkg] = "not installed"
+        except Exception:   # noqa: BLE001 - not installed, or under another distribution name (xgboost-cpu)
+            try:
+                out[pkg] = str(__import__(pkg).__version__)
+            except Exception:   # noqa: BLE001 - not installed
+                out[pkg] = "not installed"
     out["gcc"] = tool_version(["gcc", "--version"])
     out["arm-none-eabi-gcc"] = tool_version([harness.CC, "--version"])
     out["treegen commit"] = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],

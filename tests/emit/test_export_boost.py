@@ -158,6 +158,8 @@ def test_q15_integer_sums_and_the_decision_bound(tmp_path):
     Xn = Q.astype(np.float64) / 32768.0
     leaves = [t.apply(Xn) for t in model.trees]
     exact = np.array(model.boost["base_score"][0]) + sum(t.leaf_value[lf] for t, lf in zip(model.trees, leaves))
-    far = np.abs(exact) > tq.bound
+    v, rule = model.decision_threshold                     # LightGBM: raw > 0x1.8p-53
+    assert (v, rule) == (1.5 * 2.0 ** -53, ">") and tq.decision_q == int(np.floor(v * 2.0 ** tq.frac_bits))
+    far = np.abs(exact - v) > tq.bound
     assert far.mean() > 0.9
-    assert np.array_equal((c[far, 0] > 0), (exact[far] > 0))
+    assert np.array_equal((c[far, 0] > tq.decision_q), (exact[far] > v))

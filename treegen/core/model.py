@@ -35,9 +35,12 @@ in tree order, starting from 0.0, divided by the number of trees (scikit-learn's
 ``raw[k] = base_score[k] + the leaf values of the trees with tree_output k``, accumulated in
 ``sum_dtype``: the accumulator starts at ``sum_dtype(base_score[k])`` and each tree's leaf value,
 rounded to ``sum_dtype``, is added in tree order (one rounding per addition). Classification with one
-output (binary): class 1 iff ``raw[0] > 0``; several outputs (one per class): argmax, ties -> lowest
-index. Probabilities (float64): ``logistic`` -- ``1 / (1 + exp(-raw))`` (one output: ``[1 - p, p]``;
-several: per output, not normalised), ``softmax`` -- ``exp(raw - max) / sum``; ``identity`` has none.
+output (binary): class 1 iff ``raw[0] RULE VALUE`` with the optional
+``"decision_threshold": {"value": VALUE, "rule": ">" | ">="}`` (the source library's own rule, e.g.
+XGBoost's float32 sigmoid: ``raw > 0x1.8p-24``; a value of the sum precision), absent: ``raw[0] > 0``;
+several outputs (one per class): argmax, ties -> lowest index. Probabilities (float64): ``logistic`` --
+``1 / (1 + exp(-raw))`` (one output: ``[1 - p, p]``; several: per output, not normalised),
+``softmax`` -- ``exp(raw - max) / sum``; ``identity`` has none.
 Regression: the prediction is ``raw[0]`` (link identity).
 
 Task (``TASKS``): ``classification`` (default; ``classes`` are the labels) or ``regression``
@@ -184,10 +187,7 @@ class Model:
         if (vote == "sum") != (self.vote == "sum") or vote == "mean":
             raise TreegenError(f"a model with vote {self.vote!r} cannot vote {vote!r}")
         if vote == "sum":
-            raw = self._raw(leaves)
-            if raw.shape[1] == 1:
-                return (raw[:, 0] > 0).astype(np.int64)
-            return raw.argmax(axis=1).astype(np.int64)
+            return self.class_of_raw(self._raw(leaves))
         if len(self.trees) == 1:
             return self.trees[0].leaf_class[leaves[0]].astype(np.int64)
         if vote == "soft":
@@ -198,6 +198,22 @@ class Model:
         for tree, leaf in zip(self.trees, leaves):
             votes[rows, tree.leaf_class[leaf]] += 1
         return votes.argmax(axis=1)
+
+    @property
+    def decision_threshold(self) -> tuple[float, str]:
+        """``(value, rule)`` of a binary vote-'sum' classifier: class 1 iff ``raw[0] rule value``
+        (``boost.decision_threshold``; absent: ``(0.0, ">")``)."""
+        dt = (self.boost or {}).get("decision_threshold")
+        return (0.0, ">") if dt is None else (float(dt["value"]), str(dt["rule"]))
+
+    def class_of_raw(self, raw: np.ndarray) -> np.ndarray:
+        """Class indices from the ``(n_rows, n_outputs)`` raw sums of a vote-'sum' classifier: one output
+        ``raw[0] rule value`` (:attr:`decision_threshold`), several the first largest."""
+        raw = np.asarray(raw, dtype=np.float64)
+        if raw.shape[1] == 1:
+            value, rule = self.decision_threshold
+            return ((raw[:, 0] >= value) if rule == ">=" else (raw[:, 0] > value)).astype(np.int64)
+        return raw.argmax(axis=1).astype(np.int64)
 
     def _raw(self, leaves: list) -> np.ndarray:
         """``(n_rows, n_outputs)`` sums of a vote-'sum' model, accumulated in ``boost.sum_dtype`` from
@@ -366,6 +382,11 @@ def _plain_boost(boost: dict) -> dict:
     try:
         if "base_score" in out:
             out["base_score"] = [float(v) for v in out["base_score"]]
+        if isinstance(out.get("decision_threshold"), dict):
+            dt = dict(out["decision_threshold"])
+            if isinstance(dt.get("value"), (int, float, np.integer, np.floating)) and not isinstance(dt["value"], bool):
+                dt["value"] = float(dt["value"])
+            out["decision_threshold"] = dt
         if "tree_output" in out:
             out["tree_output"] = [int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v
                                   for v in out["tree_output"]]

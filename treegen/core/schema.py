@@ -14,6 +14,7 @@ exporters, the device protocol and int64 class counts can represent.
 from __future__ import annotations
 
 import math
+import struct
 
 from treegen.core.errors import ModelFileError
 from treegen.core.limits import (MAX_ABS_VALUE, MAX_CELLS, MAX_CLASSES, MAX_COUNT, MAX_DEPTH,  # noqa: F401
@@ -32,6 +33,10 @@ VALUE_VOTES = ("mean", "sum")                      # votes over value trees (lea
 CONTRACTS = ("float32", "integer", "q15")          # optional model field "input_contract" (null: derived)
 TASKS = ("classification", "regression")           # optional model field "task" (default classification)
 BOOST_FIELDS = ("base_score", "tree_output", "link", "sum_dtype")
+BOOST_OPTIONAL = ("decision_threshold",)           # boost.decision_threshold (one output; absent: raw > 0)
+DECISION_FIELDS = ("value", "rule")
+DECISION_RULES = (">", ">=")                       # boost.decision_threshold.rule
+FLT_MAX = 3.4028234663852886e38
 LINKS = ("identity", "logistic", "softmax")        # boost.link
 SUM_DTYPES = ("float32", "float64")                # boost.sum_dtype
 
@@ -240,7 +245,7 @@ def check_tree(t, n_features: int, n_classes: int, field: str, value: bool = Fal
 def check_boost(boost, n_trees: int, task: str, n_classes: int, field: str = "boost") -> None:
     """The ``boost`` object of a model with vote ``sum`` (see :mod:`treegen.core.model`)."""
     boost = _dict(boost, field)
-    _known(boost, BOOST_FIELDS, field)
+    _known(boost, BOOST_FIELDS + BOOST_OPTIONAL, field)
     for key in BOOST_FIELDS:
         _get(boost, key, field)
     base = _list(boost["base_score"], f"{field}.base_score", 1, MAX_CLASSES)
@@ -267,6 +272,25 @@ def check_boost(boost, n_trees: int, task: str, n_classes: int, field: str = "bo
         _fail(f"{field}.link", "softmax needs two or more outputs")
     if boost["sum_dtype"] not in SUM_DTYPES:
         _fail(f"{field}.sum_dtype", f"must be one of {', '.join(SUM_DTYPES)}, got {boost['sum_dtype']!r}")
+    if "decision_threshold" in boost:
+        check_decision_threshold(boost["decision_threshold"], boost["sum_dtype"], task, n_out,
+                                 f"{field}.decision_threshold")
+
+
+def check_decision_threshold(dt, sum_dtype: str, task: str, n_out: int, field: str) -> None:
+    """``boost.decision_threshold`` ``{"value": v, "rule": ">" | ">="}``: a binary classifier says class 1
+    iff ``raw[0] rule v``; ``v`` is a value of the sum precision (a float32 sum is compared with a float32)."""
+    dt = _dict(dt, field)
+    _known(dt, DECISION_FIELDS, field)
+    for key in DECISION_FIELDS:
+        _get(dt, key, field)
+    if task != "classification" or n_out != 1:
+        _fail(field, "only a binary classifier (one output) has a decision threshold")
+    value = _number(dt["value"], f"{field}.value", "threshold")
+    if sum_dtype == "float32" and (abs(value) > FLT_MAX or struct.unpack("<f", struct.pack("<f", value))[0] != value):
+        _fail(f"{field}.value", f"threshold {value!r} is not a float32 value (the sums are float32)")
+    if dt["rule"] not in DECISION_RULES:
+        _fail(f"{field}.rule", f"must be one of {', '.join(DECISION_RULES)}, got {dt['rule']!r}")
 
 
 def check_task_vote(task, vote: str, has_boost: bool) -> None:

@@ -14,8 +14,8 @@ from treegen.core import targets as _targets
 from treegen.core.codegen import c_identifier, is_generated, prepare_out_dir, render
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
-from treegen.emit.lower_boost import (c_float, lower_boost, lower_boost_q15, predict_class, predict_raw,
-                                      predict_raw_q15)
+from treegen.emit.lower_boost import (c_float, lower_boost, lower_boost_q15, predict_class, predict_class_q15,
+                                      predict_raw, predict_raw_q15)
 from treegen.emit.options import resolve_variant
 from treegen.emit.report import ExportReport
 from treegen.emit.size import measure_size
@@ -48,7 +48,29 @@ def boost_context(model, tb, *, name: str, target_name: str) -> dict:
         "root_rows": _rows([f"{int(v)}{suffix}" for v in tb.roots]),
         "out_rows": _rows([f"{int(v)}{suffix}" for v in tb.outputs]),
         "base": [c_float(float(v), not f32_sum) for v in tb.base],
+        "decision_op": tb.decision_rule, "decision_c": c_float(tb.decision_value, not f32_sum),
+        "decision_text": f"{tb.decision_value!r}", "tie_gap": _tie_gap(model),
     }
+
+
+def _tie_gap(model) -> float:
+    return float(model.metadata.get("class_tie_gap") or 0.0) if model.task == "classification" else 0.0
+
+
+def decision_notes(model) -> list[str]:
+    """What the exported class decision is, beside the library's (classification models)."""
+    if model.task != "classification":
+        return []
+    if model.n_outputs == 1:
+        value, rule = model.decision_threshold
+        return [f"binary decision: class 1 iff raw {rule} {value!r} (boost.decision_threshold: the source "
+                f"library's own rule{', ' + model.metadata['decision'] if model.metadata.get('decision') else ''})"]
+    gap = _tie_gap(model)
+    if gap:
+        return [f"multiclass: the first largest raw score; the library's argmax of its rounded softmax is the same "
+                f"class unless a lower-index output lies within {gap:.3g} below the largest raw score (then both "
+                f"can round to one probability and the library takes the lower index)"]
+    return ["multiclass: the first largest raw score (the library's own rule, exact)"]
 
 
 def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str = "f32", layout: str = "table",
@@ -92,22 +114,23 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
     size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
         {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
     exact = bool(tgt.extra.get("ieee_float", True))   # IEEE binary32 (and binary64 double) arithmetic
-    decision = model.metadata.get("library_decision", "")
+    if model.task != "classification":
+        rule = "the prediction is raw[0]"
+    elif model.n_outputs == 1:
+        rule = (f"the class: raw {tb.decision_rule} {tb.decision_value!r}, the library's own binary rule, "
+                "hence its class for every float32 input")
+    elif _tie_gap(model):
+        rule = f"the class: the first largest raw, the library's unless two raws lie within {_tie_gap(model):.3g}"
+    else:
+        rule = "the class: the first largest raw, the library's own rule"
     guarantee = (f"tg_{ident}_raw == the source library's raw score bit for bit for every float32 input "
                  f"({tb.sum_dtype} sums in tree order, the library's own tests"
-                 f"{', NaN routed by its default directions' if tb.routes_missing else ''}); "
-                 + ("the class: raw > 0 / first largest raw (the library: " + decision + ")"
-                    if model.task == "classification" else "the prediction is raw[0]"))
+                 f"{', NaN routed by its default directions' if tb.routes_missing else ''}); " + rule)
     notes = []
     if not exact:
         notes.append(f"target {tgt.name}: its float (and double) arithmetic is not IEEE-754 binary32/binary64 "
                      "throughout, so the sums are not exact there")
-    if model.task == "classification" and model.n_outputs == 1 and decision and "raw > 0" not in decision:
-        notes.append(f"binary decision: the C says class 1 iff raw > 0; the library: {decision} (they differ "
-                     "only for raw scores in between)")
-    if model.task == "classification" and model.n_outputs > 1:
-        notes.append("multiclass: argmax of the raw scores; the library's argmax of its float softmax can tie two "
-                     "outputs whose raw scores differ by less than the float resolution (then it takes the lower)")
+    notes.extend(decision_notes(model))
     trees = [{"kind": "axis", "n_internal": int(t.n_internal), "n_leaves": int(t.n_leaves), "depth": int(t.depth),
               "acc_bits": None, "acc_bound": None, "exact": True} for t in model.trees]
     estimated = int(tb.n_nodes * (tb.feat_bits // 8 + 4 + tb.right_bits // 8) + tb.values.size * 8)
@@ -144,7 +167,16 @@ def q15_context(model, tq, *, name: str, target_name: str) -> dict:
         "root_rows": _rows([f"{int(v)}u" for v in tq.roots]),
         "out_rows": _rows([f"{int(v)}u" for v in tq.outputs]),
         "base": [str(int(v)) for v in tq.base],
+        "decision_q": int(tq.decision_q), "decision_text": _q15_rule_text(model, tq),
     }
+
+
+def _q15_rule_text(model, tq) -> str:
+    if model.task != "classification" or tq.n_outputs > 1:
+        return ""
+    value, rule = model.decision_threshold
+    return (f"raw > {tq.decision_q}, i.e. raw * 2^-{tq.frac_bits} {rule} {value!r} exactly "
+            "(the source library's binary rule on the integer sum)")
 
 
 def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: bool, variant: str) -> ExportReport:
@@ -157,7 +189,7 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
         raw_q = predict_raw_q15(tq, model.scaling.to_q15(X))
         agreement = {"rows": int(X.shape[0])}
         if model.task == "classification":
-            cls = (raw_q[:, 0] > 0).astype(np.int64) if raw_q.shape[1] == 1 else raw_q.argmax(axis=1)
+            cls = predict_class_q15(tq, raw_q)
             agreement["fixed_vs_float"] = float(np.mean(cls == model.predict_index(X)))
         else:
             err = np.ldexp(raw_q[:, 0].astype(np.float64), -tq.frac_bits) - model.predict_value(X)
@@ -174,11 +206,16 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
     size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
         {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
     off = int(model.metadata.get("thresholds_off_grid", -1)) if "thresholds_off_grid" in model.metadata else None
+    if model.task == "classification" and tq.n_outputs == 1:
+        value, rule = model.decision_threshold
+        where = f"|raw - {value:.3g}| <= {tq.bound:.3g} (class 1 iff {_q15_rule_text(model, tq)})"
+    else:
+        where = f"the two largest outputs differ by <= {2 * tq.bound:.3g}"
     guarantee = (f"tg_{ident}_raw_q15 == the Python integer model bit for bit; leaf values round(v * 2^{tq.frac_bits}) "
-                 f"in int32_t (overflow-free); the class equals the float model's on the Q15 grid unless "
-                 f"|raw| <= {tq.bound:.3g} (one output) or the two largest outputs differ by <= {2 * tq.bound:.3g}")
+                 f"in int32_t (overflow-free)" + (f"; the class equals the float model's on the Q15 grid unless "
+                                                   f"{where}" if model.task == "classification" else ""))
     notes = ["the Q15 tests are the model's grid tests: they equal the source library's where no threshold lies "
-             "inside a grid cell (imported float models: measured on --data)"]
+             "inside a grid cell (imported float models: measured on --data)"] + decision_notes(model)
     trees = [{"kind": "axis", "n_internal": int(t.n_internal), "n_leaves": int(t.n_leaves), "depth": int(t.depth),
               "acc_bits": 32, "acc_bound": None, "exact": False} for t in model.trees]
     return ExportReport(

@@ -17,8 +17,9 @@ a node sends ``x`` left iff ``x <= t32`` (``missing_left`` = 0: NaN right) or ``
 in the model's sum precision (``float`` or ``double``, IEEE-754 binary32 / binary64, round to nearest;
 no contraction: additions only). That is :meth:`treegen.core.model.Model.decision_function` bit for bit,
 hence the source library's raw score (margin / decision function / regression output). The class is
-``raw[0] > 0`` (one output) or the first largest ``raw[k]``; probabilities are not exported (they need
-``exp``: the decision does not).
+``raw[0] > v`` or ``raw[0] >= v`` (one output: the model's ``boost.decision_threshold``, ``v`` a constant
+of the sum precision, so the comparison is the library's own, bit for bit) or the first largest ``raw[k]``;
+probabilities are not exported (they need ``exp``: the decision does not).
 
 Where it holds: any C99 compiler with IEEE binary32 ``float`` (and binary64 ``double`` for a double sum),
 ``FLT_EVAL_METHOD`` 0 or 1 for a float sum (x86-64 SSE, ARM with or without an FPU, RISC-V), denormals
@@ -28,6 +29,7 @@ exactly: the export says so instead of ``exact``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +55,8 @@ class BoostTables:
     right_bits: int
     leaf_code: int
     routes_missing: bool
+    decision_value: float = 0.0     # one output: class 1 iff raw[0] decision_rule decision_value
+    decision_rule: str = ">"
 
     @property
     def n_nodes(self) -> int:
@@ -108,7 +112,11 @@ def lower_boost(model) -> BoostTables:
                        np.asarray(feat, dtype=np.int64), np.asarray(thr, dtype=np.float32), right_arr,
                        np.asarray(values, dtype=np.float64), np.asarray(roots, dtype=np.int64),
                        np.asarray(model.boost["tree_output"], dtype=np.int64), base, feat_bits, right_bits, leaf_code,
-                       model.handles_missing)
+                       model.handles_missing, *_decision(model))
+
+
+def _decision(model) -> tuple[float, str]:
+    return model.decision_threshold if model.task == "classification" and model.n_outputs == 1 else (0.0, ">")
 
 
 def predict_raw(tb: BoostTables, X) -> np.ndarray:
@@ -139,9 +147,11 @@ def predict_raw(tb: BoostTables, X) -> np.ndarray:
 
 
 def predict_class(tb: BoostTables, raw: np.ndarray) -> np.ndarray:
-    """The C's class: ``raw[0] > 0`` for one output, else the first largest output."""
+    """The C's class: ``raw[0] rule v`` for one output (the model's decision threshold), else the first
+    largest output."""
     if raw.shape[1] == 1:
-        return (raw[:, 0] > 0).astype(np.int64)
+        r, v = raw[:, 0], tb.decision_value
+        return ((r >= v) if tb.decision_rule == ">=" else (r > v)).astype(np.int64)
     return raw.argmax(axis=1).astype(np.int64)
 
 
@@ -170,8 +180,14 @@ class BoostQ15:
     ``|raw_q * 2**-F - raw_grid| <= (n_k + 1) * 2**-(F+1)`` where ``raw_grid`` is the exact sum of the
     grid model's leaf values; the source library's float sum differs from that exact sum by at most
     ``sum_err`` (``n_k * u * sum max|v|``, ``u`` = 2^-24 for float32 sums, 2^-53 for double). The
-    class therefore equals the grid model's class unless ``|raw| <= bound`` (one output) or the two
-    largest outputs differ by ``<= 2 * bound``, with ``bound`` = the sum of both terms.
+    class therefore equals the grid model's class unless ``|raw - v| <= bound`` (one output, ``v`` the
+    decision threshold) or the two largest outputs differ by ``<= 2 * bound``, with ``bound`` = the sum
+    of both terms.
+
+    The binary decision: class 1 iff ``raw_q > decision_q``, with ``decision_q = floor(v * 2**F)`` for
+    the rule ``>`` and ``ceil(v * 2**F) - 1`` for ``>=`` (clamped to int32): exactly the library's rule
+    applied to the integer model's value ``raw_q * 2**-F`` (``v * 2**F`` is exact in double: a power of
+    two scaling), so the threshold adds no rounding of its own.
     """
 
     feat: np.ndarray        # int64: feature index, leaf_code at leaves
@@ -187,6 +203,16 @@ class BoostQ15:
     feat_bits: int
     right_bits: int
     leaf_code: int
+    decision_q: int = 0     # one output: class 1 iff raw_q[0] > decision_q
+
+
+def decision_q(value: float, rule: str, frac_bits: int) -> int:
+    """The int32 ``T`` with ``raw_q > T``  <=>  ``raw_q * 2**-frac_bits rule value`` for every int32 ``raw_q``."""
+    scaled = math.ldexp(float(value), frac_bits)   # exact (a power of two), unless it overflows to inf
+    if math.isinf(scaled) or abs(scaled) > 2.0 ** 40:
+        return INT32_MAX if scaled > 0 else -INT32_MAX - 1
+    t = math.floor(scaled) if rule == ">" else math.ceil(scaled) - 1
+    return int(min(max(t, -INT32_MAX - 1), INT32_MAX))
 
 
 def lower_boost_q15(model) -> BoostQ15:
@@ -232,7 +258,7 @@ def lower_boost_q15(model) -> BoostQ15:
     return BoostQ15(np.asarray(feat, dtype=np.int64), np.clip(np.asarray(thr, dtype=np.int64), -1, 32767),
                     right_arr, np.asarray(values, dtype=np.int64), np.asarray(roots, dtype=np.int64), outs,
                     np.round(base * 2.0 ** F).astype(np.int64), F, bound, k_out, feat_bits,
-                    16 if right_arr.max(initial=0) <= 0xFFFF else 32, leaf_code)
+                    16 if right_arr.max(initial=0) <= 0xFFFF else 32, leaf_code, decision_q(*_decision(model), F))
 
 
 def predict_raw_q15(tq: BoostQ15, Q: np.ndarray) -> np.ndarray:
@@ -252,3 +278,11 @@ def predict_raw_q15(tq: BoostQ15, Q: np.ndarray) -> np.ndarray:
             live = tq.feat[node] != tq.leaf_code
         acc[:, out] += tq.values[tq.right[node]]
     return acc
+
+
+def predict_class_q15(tq: BoostQ15, raw_q: np.ndarray) -> np.ndarray:
+    """The q15 C's class from its int32 sums: ``raw_q[0] > decision_q`` for one output, else the first
+    largest output."""
+    if raw_q.shape[1] == 1:
+        return (raw_q[:, 0] > tq.decision_q).astype(np.int64)
+    return raw_q.argmax(axis=1).astype(np.int64)

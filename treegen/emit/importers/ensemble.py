@@ -16,19 +16,30 @@ every threshold, ``tests/emit/importers/test_ensemble_sources.py``):
 ========================  =========  ===========  ==========  ==============  ======================
 source                    test       threshold    leaf value  sum             binary class 1 iff
 ========================  =========  ===========  ==========  ==============  ======================
-XGBoost                   ``x < t``  float32      float32     float32, base   sigmoid(m) > 0.5
-                                                              first           (float32: see notes)
-LightGBM                  ``x <= t`` float64      float64     float64, tree   p = sigmoid > 0.5
-                                                              order (init     (double)
+XGBoost                   ``x < t``  float32      float32     float32, base   raw > 0x1.8p-24
+                                                              first           (float32 sigmoid > 0.5)
+LightGBM                  ``x <= t`` float64      float64     float64, tree   raw > 0x1.8p-53
+                                                              order (init     (double sigmoid > 0.5)
                                                               folded in tree
                                                               0)
 sklearn GradientBoosting  ``x <= t`` float64 (x   lr * value  float64, init   raw >= 0
                                      float32)     (float64)   first
 sklearn HistGradientBoo.  ``x <= t`` float64      float64     float64, base   raw > 0
                                                               first
+ONNX-ML (onnxruntime)     as stored  float32      float32     float32, base   raw > 0 (raw > 0.5 when
+                                                              last            no weight is negative)
 sklearn forests (mean)    ``x <= t`` float64 (x   float64     float64 / n     --
                                      float32)
 ========================  =========  ===========  ==========  ==============  ======================
+
+Multiclass: scikit-learn and onnxruntime take the first largest raw score (exact); XGBoost
+(``multi:softprob``) and LightGBM the first largest *probability* of a float32 / double softmax, which
+can round two outputs to the same probability: then the library takes the lower index although its
+raw score is smaller. That happens only when the two raw scores are within ``tie_gap`` (XGBoost
+2^-22, LightGBM 2^-51; measured largest gap with a tie: 1.5 ulp of 1.0, i.e. 1.5 * 2^-24 / 2^-53).
+Why: the largest output's exponential is ``exp(0) = 1``; an output ``d >= 4u`` below it (``u`` the
+unit roundoff below 1) has ``exp(-d) <= 1 - 3u`` even with a 1-ulp ``exp``, so after the division by
+the sum the two quotients are at least 1.5 ulp apart and round to different values.
 """
 
 from __future__ import annotations
@@ -141,9 +152,12 @@ class ImportedEnsemble:
     ``vote`` "sum": raw[k] = base_score[k] + the values of the trees with ``output == k``, accumulated
     in ``sum_dtype`` in tree order, the base first. ``vote`` "mean": the float64 sum of the trees'
     values in tree order (from 0) divided by the number of trees (scikit-learn forests).
-    ``binary_rule`` (classification with one output): ``">"`` class 1 iff raw > 0, ``">="`` iff
-    raw >= 0; ``decision_margin``: class 1 iff raw > decision_margin (a library whose class decision
-    goes through a float sigmoid: the smallest raw it calls class 1 lies just above 0).
+    ``binary_rule`` / ``decision_value`` (classification with one output): class 1 iff
+    ``raw binary_rule decision_value`` (``">"`` or ``">="``; the library's own rule, a value of the sum
+    precision: a library whose class decision goes through a float sigmoid calls class 1 only above a
+    tiny positive raw). ``tie_gap`` (several outputs): the library's argmax of its rounded softmax
+    equals the argmax of the raw scores unless a lower-index output lies within ``tie_gap`` below the
+    largest (0: the library takes the argmax of the raw scores itself).
     """
 
     trees: list[ImportedTree]
@@ -157,6 +171,8 @@ class ImportedEnsemble:
     link: str = "identity"
     sum_dtype: str = "float64"
     binary_rule: str = ">"
+    decision_value: float = 0.0
+    tie_gap: float = 0.0
     feature_names: list[str] | None = None
     metadata: dict = field(default_factory=dict)
 
@@ -179,6 +195,8 @@ class ImportedEnsemble:
             used = t.feature[t.left != LEAF]
             if used.size and (used.min() < 0 or used.max() >= self.n_features):
                 raise TreegenError(f"a split tests feature {int(used.max())} of a model of {self.n_features}")
+        if self.binary_rule not in (">", ">="):
+            raise TreegenError(f"unknown binary rule {self.binary_rule!r}")
         if self.feature_names is None:
             self.feature_names = [f"x{i}" for i in range(self.n_features)]
 
@@ -213,9 +231,9 @@ class ImportedEnsemble:
             raise TreegenError("a regression model has no classes")
         raw = self.raw(X) if raw is None else raw
         if self.n_outputs == 1:
-            margin = float(self.metadata.get("decision_margin", 0.0))
             r = raw[:, 0].astype(np.float64)
-            return ((r >= margin) if self.binary_rule == ">=" else (r > margin)).astype(np.int64)
+            v = self.decision_value
+            return ((r >= v) if self.binary_rule == ">=" else (r > v)).astype(np.int64)
         return np.argmax(raw, axis=1).astype(np.int64)
 
     def predict_value(self, X) -> np.ndarray:

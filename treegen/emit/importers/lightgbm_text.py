@@ -13,7 +13,9 @@ What LightGBM computes (checked bit for bit against ``Booster.predict(raw_score=
 * trees are interleaved by class (tree ``i`` adds to class ``i % num_tree_per_iteration``);
 * ``LGBMClassifier.predict``: binary -> argmax of ``[1 - p, p]`` with ``p = 1 / (1 + exp(-raw))`` in
   double: class 1 iff raw exceeds a tiny positive double (``decision_margin``, by bisection with the C
-  library's ``exp``, which LightGBM calls); multiclass -> argmax of the double softmax.
+  library's ``exp``, which LightGBM calls: ``0x1.8p-53``, checked with LightGBM on its neighbours);
+  multiclass -> argmax of the double softmax (``tie_gap`` 2^-51, see
+  :mod:`~treegen.emit.importers.ensemble`).
 
 Refused with a one-line reason: categorical splits, linear trees, ``zero_as_missing``, the ``rf``
 boosting mode (averaged output), ``multiclassova``, a sigmoid parameter other than 1 and objectives
@@ -30,6 +32,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.emit.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
 
+SOFTMAX_TIE_GAP = 2.0 ** -51    # double softmax: outputs further apart never round to one probability
 IDENTITY_OBJECTIVES = ("regression", "regression_l2", "regression_l1", "huber", "fair", "quantile", "mape",
                        "l2", "l1", "mse", "mae")
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
@@ -127,9 +130,11 @@ def parse_lightgbm(source, classes=None) -> ImportedEnsemble:
                            base_score=[0.0] * n_outputs, link=link, sum_dtype="float64", binary_rule=">",
                            feature_names=names if names and len(names) == n_features else None, metadata=meta)
     if task == "classification" and n_outputs == 1:
-        meta["decision_margin"] = sigmoid_decision_margin()
+        ens.decision_value = meta["decision_margin"] = sigmoid_decision_margin()
         meta["decision"] = ("argmax([1 - p, p]), p = 1 / (1 + exp(-raw)) in double: class 1 iff raw > "
                             f"{meta['decision_margin']!r}")
+    elif task == "classification":
+        ens.tie_gap = SOFTMAX_TIE_GAP
     return ens
 
 
@@ -223,8 +228,9 @@ def from_lightgbm(model, X=None, feature_names=None, classes=None):
     -------
     Model
         ``decision_function`` == ``Booster.predict(raw_score=True)`` bit for bit for every float32
-        input; ``predict`` == ``LGBMClassifier.predict`` except for raw scores in
-        (0, ``metadata["decision_margin"]``] (see :mod:`treegen.emit.importers.value_model`).
+        input; ``predict`` == ``LGBMClassifier.predict`` (binary: the raw score compared with
+        ``boost.decision_threshold``; multiclass: equal unless two raw scores lie within
+        ``metadata["class_tie_gap"]``, see :mod:`treegen.emit.importers.value_model`).
     """
     from treegen.emit.importers.value_model import ensemble_to_model
     ens = parse_lightgbm(model, classes=classes)

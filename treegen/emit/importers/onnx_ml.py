@@ -11,7 +11,10 @@ onnxruntime with one intra-op thread and ``post_transform`` NONE):
 * aggregate ``SUM``: each output sums the weights of the leaves reached, tree by tree in tree-id order,
   in float32 from 0, and *then* adds ``base_values`` (stored as a last one-leaf tree, so the order is
   kept); a leaf that adds to several outputs becomes one tree per output (each output's order kept);
-* ``post_transform`` ``NONE`` / ``LOGISTIC`` / ``SOFTMAX`` -> link identity / logistic / softmax.
+* ``post_transform`` ``NONE`` / ``LOGISTIC`` / ``SOFTMAX`` -> link identity / logistic / softmax;
+* the label (measured with onnxruntime 1.32 on hand-made models): binary (one weight column) class 1
+  iff the raw score ``> 0``, or ``> 0.5`` when no class weight is negative; several classes: the first
+  largest raw score (before the post transform).
 
 With several threads and many trees onnxruntime sums partial sums per thread, so its own last bit
 depends on the thread count; treegen reproduces the one-thread order. Refused: ``AVERAGE`` / ``MIN`` /
@@ -175,9 +178,16 @@ def parse_onnx(source) -> ImportedEnsemble:
     meta = {"source": "ONNX-ML " + node.op_type + (f" ({model.producer_name} {model.producer_version})"
                                                    if model.producer_name else ""),
             "objective": f"{node.op_type} {post}", "onnx_order": "tree-id order, base values last, one thread"}
+    # onnxruntime's binary label: score > 0, or score > 0.5 when no class weight is negative (it then
+    # takes the scores for probabilities); several classes: the first largest score
+    decision = 0.0 if bool(np.any(w_val < 0)) else 0.5
+    if binary_one_column:
+        meta["decision"] = f"class 1 iff raw > {decision} (onnxruntime's binary label" + (
+            ", every class weight >= 0)" if decision else ")")
     return ImportedEnsemble(trees, n_features, "<=", task="classification" if classifier else "regression",
                             classes=labels, n_outputs=k_outputs, vote="sum", base_score=[0.0] * k_outputs,
-                            link=LINKS[post], sum_dtype="float32", binary_rule=">", metadata=meta)
+                            link=LINKS[post], sum_dtype="float32", binary_rule=">",
+                            decision_value=decision if binary_one_column else 0.0, metadata=meta)
 
 
 def from_onnx(model, X=None, feature_names=None):

@@ -10,11 +10,14 @@ of value trees (vote "sum" with ``boost``, or vote "mean"), following the shared
   thresholds of each feature.
 
 The model's ``predict`` / ``decision_function`` / ``predict_value`` then equal the library's raw score
-bit for bit. One difference stays in the binary class decision and is recorded in
-``metadata["library_decision"]``: treegen says class 1 iff raw > 0; XGBoost iff raw > 8.9e-8 (its
-float32 sigmoid rounds to 0.5 below), LightGBM iff raw > 1.7e-16 (double sigmoid), scikit-learn's
-GradientBoostingClassifier iff raw >= 0. Rows whose raw score falls in that band (measured: none of
-the bench's rows) are the only ones where the class can differ.
+bit for bit, and its binary class the library's: ``boost.decision_threshold`` holds the library's own
+rule (:class:`ImportedEnsemble` ``binary_rule`` / ``decision_value``): XGBoost class 1 iff
+raw > 0x1.8p-24 (8.94e-8: its float32 sigmoid rounds to 0.5 below), LightGBM iff raw > 0x1.8p-53
+(1.67e-16, double sigmoid), scikit-learn's GradientBoostingClassifier iff raw >= 0,
+HistGradientBoostingClassifier iff raw > 0, onnxruntime iff raw > 0 (> 0.5 when no weight is
+negative). Multiclass: the first largest raw score; XGBoost's and LightGBM's argmax of a rounded
+softmax can pick a lower index whose raw score is smaller by less than ``metadata["class_tie_gap"]``
+(the only rows where the class can differ; see :mod:`treegen.emit.importers.ensemble`).
 """
 
 from __future__ import annotations
@@ -37,11 +40,11 @@ def library_decision(ens: ImportedEnsemble) -> str:
     if ens.task != "classification":
         return "regression: the raw score"
     if ens.n_outputs > 1:
-        return "argmax of the raw scores (of the probabilities: equal except where float rounding ties them)"
-    margin = ens.metadata.get("decision_margin")
-    if margin:
-        return f"class 1 iff raw > {margin!r}"
-    return f"class 1 iff raw {ens.binary_rule} 0"
+        if ens.tie_gap:
+            return (f"argmax of the rounded softmax = the first largest raw score unless a lower output is within "
+                    f"{ens.tie_gap:.3g} of it (then the library may take the lower)")
+        return "the first largest raw score"
+    return f"class 1 iff raw {ens.binary_rule} {ens.decision_value!r}"
 
 
 def _scaling(ens: ImportedEnsemble, les: list[np.ndarray], X) -> tuple[InputScaling, np.ndarray | None]:
@@ -111,6 +114,10 @@ def ensemble_to_model(ens: ImportedEnsemble, X=None, feature_names=None, algorit
     if ens.vote == "sum":
         boost = {"base_score": [float(b) for b in ens.base_score], "tree_output": [int(t.output) for t in ens.trees],
                  "link": ens.link, "sum_dtype": ens.sum_dtype}
+        if ens.task == "classification" and ens.n_outputs == 1:
+            boost["decision_threshold"] = {"value": float(ens.decision_value), "rule": ens.binary_rule}
+    if ens.task == "classification" and ens.n_outputs > 1:
+        metadata["class_tie_gap"] = float(ens.tie_gap)
     contract = "integer" if scaling.method == "q15" else "float32"
     return Model(trees, [str(n) for n in names], list(ens.classes) if ens.task == "classification" else [], scaling,
                  metadata, vote=ens.vote, input_contract=contract, task=ens.task, boost=boost)

@@ -11,9 +11,12 @@ What XGBoost computes (``gbtree``; checked bit for bit against ``Booster.predict
 * the base margin is ``base_score`` mapped through the objective's inverse link; the JSON file prints
   ``base_score`` rounded to 7 digits, so when xgboost is installed the base margin is read from XGBoost
   itself (the model with every leaf set to 0, predicted on one row): the float32 XGBoost adds;
-* ``XGBClassifier.predict``: binary -> class 1 iff ``sigmoid(margin) > 0.5`` in float32, i.e. iff the
-  margin exceeds a tiny positive float32 (``decision_margin``, found by bisection with XGBoost's own
-  sigmoid); multiclass -> argmax of the float32 softmax.
+* ``XGBClassifier.predict``: ``binary:logistic`` -> class 1 iff ``sigmoid(margin) > 0.5`` in float32,
+  i.e. iff the margin exceeds a tiny positive float32 (``decision_margin``, found by bisection with
+  XGBoost's own sigmoid: ``0x1.8p-24`` = 8.94e-8 with XGBoost 3.2, checked on every float32 from 1/8 to
+  8 times it); ``binary:logitraw`` -> class 1 iff the margin itself ``> 0.5`` (``predict`` compares its
+  output, the margin, with 0.5); ``multi:softprob`` -> argmax of the float32 softmax (``tie_gap``
+  2^-22, see :mod:`~treegen.emit.importers.ensemble`); ``multi:softmax`` -> argmax of the margins.
 
 Refused with a one-line reason: ``gblinear`` and ``dart`` boosters, categorical splits, multi-target
 trees, and objectives whose link is not identity / logistic / softmax (``count:poisson``, ``reg:gamma``,
@@ -30,6 +33,9 @@ import numpy as np
 
 from treegen.core.errors import TreegenError
 from treegen.emit.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
+
+SIGMOID_MARGIN = 1.5 * 2.0 ** -24    # the largest float32 margin XGBoost 3.2's float32 sigmoid maps to 0.5
+SOFTMAX_TIE_GAP = 2.0 ** -22        # float32 softmax: outputs further apart never round to one probability
 
 # objective -> (task, link)
 OBJECTIVES = {
@@ -168,10 +174,16 @@ def parse_xgboost(source, classes=None) -> ImportedEnsemble:
                            feature_names=[str(n) for n in names] if names else None, metadata=meta)
     if task == "classification" and n_outputs == 1 and objective == "binary:logistic":
         margin = _decision_margin(doc, booster, n_features)
-        if margin is not None:
-            meta["decision_margin"] = margin
-            meta["decision"] = ("class 1 iff float32 sigmoid(margin) > 0.5, i.e. margin > "
-                                f"{margin!r} (XGBoost's own sigmoid, by bisection)")
+        how = "XGBoost's own sigmoid, by bisection"
+        if margin is None:
+            margin, how = SIGMOID_MARGIN, "XGBoost 3.2's float32 sigmoid (xgboost not installed to check)"
+        ens.decision_value = meta["decision_margin"] = margin
+        meta["decision"] = f"class 1 iff float32 sigmoid(margin) > 0.5, i.e. margin > {margin!r} ({how})"
+    elif task == "classification" and n_outputs == 1:   # binary:logitraw: predict() is the margin
+        ens.decision_value = 0.5
+        meta["decision"] = "class 1 iff margin > 0.5 (binary:logitraw: XGBClassifier.predict compares the margin)"
+    elif task == "classification" and objective == "multi:softprob":
+        ens.tie_gap = SOFTMAX_TIE_GAP
     return ens
 
 
@@ -280,8 +292,9 @@ def from_xgboost(model, X=None, feature_names=None, classes=None):
     -------
     Model
         ``decision_function`` == ``Booster.predict(output_margin=True)`` bit for bit for every float32
-        input (NaN routed by the default directions); ``predict`` == ``XGBClassifier.predict`` except
-        for margins in (0, ``metadata["decision_margin"]``] (see :mod:`treegen.emit.importers.value_model`).
+        input (NaN routed by the default directions); ``predict`` == ``XGBClassifier.predict`` (binary: the margin
+        compared with ``boost.decision_threshold``; ``multi:softprob``: equal unless two margins lie within
+        ``metadata["class_tie_gap"]``, see :mod:`treegen.emit.importers.value_model`).
     """
     from treegen.emit.importers.value_model import ensemble_to_model
     ens = parse_xgboost(model, classes=classes)
