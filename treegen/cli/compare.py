@@ -12,6 +12,7 @@ RMSE (lower is better; MAE and R² beside it).
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import signal
 import sys
@@ -185,8 +186,11 @@ def _runs_lines(result: dict) -> list[str]:
 
 
 def _pm_g(stat: dict) -> str:
-    """mean ± CI of a figure in the target's units (4 significant digits: RMSE and MAE of any scale)."""
-    return f"{stat['mean']:.4g} ± {stat['ci95']:.3g}"
+    """mean ± CI of a figure in the target's units (RMSE, MAE of any scale): 4 significant digits of
+    the mean, the CI to the same decimals (64.00 ± 3.38, 3.034 ± 0.143, 51234 ± 873)."""
+    mean, ci = stat["mean"], stat["ci95"]
+    digits = min(max(3 - math.floor(math.log10(abs(mean))), 0), 12) if mean else 3
+    return f"{mean:.{digits}f} ± {ci:.{digits}f}"
 
 
 def _task_tables(result: dict, head: str, rule: str) -> list[str]:
