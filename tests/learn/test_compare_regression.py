@@ -70,7 +70,8 @@ def test_results_file_regression_records(reg, tmp_path):
     cls_task = C.Task(task.key, "wave", "cart", "cart", {}, 3, 0, 0, 0, task.seed)
     with pytest.raises(TreegenError, match='has task "regression", this comparison\'s task has "classification"'):
         C.ResultsFile(path).done([cls_task])
-    for bad, match in ((_reg_record("x", rmse=-1.0), "rmse must be >= 0"), (_reg_record("x", r2=1.5), "r2 must be at most 1"),
+    for bad, match in ((_reg_record("x", rmse=-1.0), "rmse must be >= 0"),
+                       (_reg_record("x", r2=1.5), "r2 must be at most 1"),
                        ({k: v for k, v in _reg_record("x").items() if k != "mae"}, "field mae missing"),
                        (_reg_record("x", task="ranking"), "task must be one of")):
         p = tmp_path / f"bad{match[:4]}.jsonl"

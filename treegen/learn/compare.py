@@ -28,6 +28,13 @@ Pieces:
   or the test accuracy of the run with the best training accuracy; Cao & Rockett's protocol).
 * :func:`summarize` — per-cell mean ± 95 % CI, best method per dataset, average ranks, Friedman with
   Iman-Davenport + Nemenyi + Holm, and Wilcoxon for two methods.
+
+Regression (``task="regression"`` of :func:`methods_from_spec`, ``--task regression``): the methods
+are the algorithms' regressors (:data:`treegen.learn.regressors.REGRESSORS`); the folds of repetition
+``r`` are the shuffled K-fold split of ``treegen cv --task regression`` (:func:`treegen.learn.cv.kfold_ids`
+over ``default_rng(seed + r)``), a task's record has the test ``rmse``, ``mae``, ``r2`` and the
+``train_rmse`` (what ``--pick best-train`` minimises), its key includes the task (a classification
+record is never taken for it), and the statistics rank the mean test RMSE, lower is better.
 """
 
 from __future__ import annotations
@@ -269,7 +276,8 @@ def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: i
                     first = task_key(data, m, folds, seed, r, f)
                     for i in range(runs):
                         key = first if i == 0 else task_key(data, m, folds, seed, r, f, run=i)
-                        v1 = task_key(data, m, folds, seed, r, f, record=1) if i == 0 and task != "regression" else ""
+                        v1 = (task_key(data, m, folds, seed, r, f, record=1) if i == 0 and task != "regression"
+                              else "")
                         tasks.append(Task(key, data.name, m.name, m.algorithm, dict(m.params), folds, seed + r, r,
                                           f, run_seed(first, fold_seed(seed, r, f), i), key_v1=v1, run=i, task=task))
     return tasks
@@ -642,7 +650,8 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
         done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
     if pick == "best-train" and multi:   # picked by training accuracy: older records lack it, run those again
         picked_by_train = {t.key for t in tasks if (t.dataset, t.method) in multi}
-        done = {k: r for k, r in done.items() if "train_accuracy" in r or "train_rmse" in r or k not in picked_by_train}
+        done = {k: r for k, r in done.items()
+                if "train_accuracy" in r or "train_rmse" in r or k not in picked_by_train}
     pending = [t for t in tasks if t.key not in done]
     cluster = f"the Dask scheduler {scheduler}" if scheduler else "a local Dask cluster"
     t0 = time.perf_counter()
@@ -668,7 +677,8 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     if measure is None:
         records = [{k: v for k, v in r.items() if k not in FLASH_FIELDS} for r in records]
     per_fold = fold_records(records, pick)
-    out = {"task": task_of(methods), "methods": method_params(methods), "folds": folds, "repeats": repeats, "seed": seed,
+    out = {"task": task_of(methods), "methods": method_params(methods), "folds": folds, "repeats": repeats,
+           "seed": seed,
            "runs_per_fold": runs_per_fold, "pick": pick,
            "deterministic": [m.name for m in methods if is_deterministic(m.algorithm)], "cluster": cluster,
            "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,

@@ -8,6 +8,9 @@ and an accuracy that is a count of test rows). A bad line is refused with its li
 (:class:`TreegenError`), or skipped with a warning when the caller asks for it (``skip_bad``). The
 one exception is a last line cut short without its newline (a run killed while writing): it is left
 out, and the next record written replaces it.
+
+A regression task's record (``"task": "regression"``) has ``rmse``, ``mae`` (>= 0), ``r2`` (<= 1) and
+optionally ``train_rmse`` instead of the accuracies; a record without ``task`` is a classification's.
 """
 
 from __future__ import annotations
