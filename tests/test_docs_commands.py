@@ -53,6 +53,9 @@ SUBSTITUTIONS = [
     ("docs/guide/compare.md", "cat > gp.json", '"max_iter": 200000', '"max_iter": 200'),
     ("docs/guide/compare.md", "--pick median", "--repeats 5 --runs-per-fold 5", "--repeats 1 --runs-per-fold 2"),
     ("docs/guide/compare.md", "--pick best-train", "--repeats 5 --runs-per-fold 5", "--repeats 1 --runs-per-fold 2"),
+    # compare --task regression at bench/regression_cv.py's budget (80 tasks, 50-tree forests): 2 folds, 5 trees
+    ("docs/guide/regression.md", "--task regression --algos cart,rf", "--folds 5 --repeats 2", "--folds 2 --repeats 1"),
+    ("docs/guide/regression.md", "cat > reg-params.json", '"n_trees": 50', '"n_trees": 5'),
     # a forest of 100 CART trees: 20 trees
     ("docs/guide/algorithms.md", "--algo rf --n-trees 100", "--n-trees 100", "--n-trees 20"),
     # GP with vicinal risk, ~4 ms per iteration in Python: 20000 -> 500 iterations

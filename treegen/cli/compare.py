@@ -5,28 +5,32 @@ local Dask cluster sized to the cores, or on a running cluster (``--scheduler tc
 Finished tasks go to a JSONL results file as they arrive; the same command run again skips them.
 The summary (mean ± 95 % CI per cell, best per dataset, average ranks, Friedman / Iman-Davenport,
 Nemenyi, Holm, Wilcoxon for two methods) is printed as Markdown and written to ``--json`` (and
-``--markdown``).
+``--markdown``). ``--task regression`` compares the algorithms' regressors on shuffled K-folds by test
+RMSE (lower is better; MAE and R² beside it).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import signal
 import sys
 import tomllib
 from pathlib import Path
 
-from treegen.cli.common import int_at_least, int_range, refuse_continuous_labels, scheduler_address
+from treegen.cli.common import int_at_least, int_range, scheduler_address
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
-from treegen.core.errors import TreegenError
+from treegen.core.errors import DataError, TreegenError
 from treegen.core.limits import MAX_FOLDS, MAX_REPEATS, available_cores, read_text_file
 from treegen.core.markdown import md_code, md_text
 from treegen.core.output import STDOUT, Output, check_paths, write_json, write_text
 from treegen.core.progress import progress_bar
 from treegen.learn.compare_runs import MAX_RUNS_PER_FOLD, PICKS
 from treegen.learn.estimators import ALGORITHMS
+from treegen.learn.regressors import REGRESSORS
+from treegen.learn.validation import label_kind
 
 #: the results file of ``--json -`` (no file name to put it beside)
 DEFAULT_RESULTS = "compare.tasks.jsonl"
@@ -42,7 +46,12 @@ def register(sub) -> None:
     input_(p.add_argument("datasets", nargs="+", metavar="DATASET",
                           help="labelled CSV files, or names of NAME.csv.gz / NAME.csv in --data-dir"), "dataset")
     p.add_argument("--algos", required=True, metavar="A,B,...",
-                   help=f"algorithms, comma-separated ({', '.join(ALGORITHMS)})")
+                   help=f"algorithms, comma-separated ({', '.join(ALGORITHMS)}; --task regression: "
+                        f"{', '.join(REGRESSORS)})")
+    p.add_argument("--task", choices=("classification", "regression"),
+                   help="classification (class labels; the default, but a label column that looks continuous is "
+                        "refused unless given) or regression (a numeric target: regressors compared by test RMSE, "
+                        "shuffled K-fold)")
     input_(p.add_argument("--params", metavar="FILE",
                           help="JSON or TOML file: algorithm -> parameters, or a list of settings (each one "
                                "column, optional \"name\")"), "params")
@@ -56,7 +65,7 @@ def register(sub) -> None:
                         "methods such as cart run once)")
     p.add_argument("--pick", choices=PICKS, default="median",
                    help="a fold's score from its runs: the median test accuracy, or the test accuracy of the run "
-                        "with the best training accuracy (default median)")
+                        "with the best training accuracy (regression: RMSE; default median)")
     output(p.add_argument("--json", required=True, metavar="OUT", help="write the results and statistics as JSON"),
            "JSON file")
     output(p.add_argument("--markdown", metavar="OUT", help="also write the summary tables as Markdown"),
@@ -120,8 +129,25 @@ def resolve_dataset(arg: str, data_dir: str | None) -> Path:
     raise TreegenError(f"unknown dataset {arg!r}: no such file (give a CSV path, or a name with --data-dir)")
 
 
+def check_labels(ds, path, task: str | None) -> None:
+    """Refuse a label column that does not fit the task, with a one-line hint naming the fix: a
+    continuous target without ``--task`` (``--task classification`` compares classifiers anyway), class
+    labels with ``--task regression``."""
+    kind, n = label_kind(ds.labels)
+    if task is None and kind == "continuous":
+        raise DataError(f"{path}: the label column {ds.label_name!r} has {n} distinct numeric values, a continuous "
+                        f"target: use --task regression to compare regressors (or --task classification for {n} "
+                        "classes)")
+    if task == "regression" and kind in ("text", "levels"):
+        what = "text class labels" if kind == "text" else f"only {n} integer levels"
+        raise DataError(f"{path}: the label column {ds.label_name!r} holds {what}: use --task classification "
+                        "(regression needs a numeric target with more than a few levels)")
+
+
 def _command(args) -> str:
     parts = ["treegen", "compare", *args.datasets, "--algos", args.algos]
+    if args.task is not None:
+        parts += ["--task", args.task]
     runs = (("--runs-per-fold", args.runs_per_fold), ("--pick", args.pick)) if args.runs_per_fold > 1 else ()
     for flag, value in (("--params", args.params), ("--folds", args.folds), ("--repeats", args.repeats),
                         ("--seed", args.seed), *runs, ("--target", args.target), ("--data-dir", args.data_dir),
@@ -146,8 +172,12 @@ def _runs_lines(result: dict) -> list[str]:
     runs = result.get("runs_per_fold", 1)
     if runs == 1:
         return []
-    how = ("the median test accuracy of its runs" if result["pick"] == "median" else
-           "the test accuracy of its run with the best training accuracy (ties: the lowest run index)")
+    if result.get("task") == "regression":
+        how = ("the median test RMSE of its runs (MAE and R²: their own medians)" if result["pick"] == "median" else
+               "the test figures of its run with the lowest training RMSE (ties: the lowest run index)")
+    else:
+        how = ("the median test accuracy of its runs" if result["pick"] == "median" else
+               "the test accuracy of its run with the best training accuracy (ties: the lowest run index)")
     det = result.get("deterministic") or []
     once = (f" Deterministic, one run per fold: {', '.join(md_text(n) for n in det)}." if det else "")
     return [f"Runs per fold: {runs} independently seeded runs of each stochastic method (seeds from the task "
@@ -155,9 +185,40 @@ def _runs_lines(result: dict) -> list[str]:
             "Fit times are per fold (all its runs).", ""]
 
 
+def _pm_g(stat: dict) -> str:
+    """mean ± CI of a figure in the target's units (RMSE, MAE of any scale): 4 significant digits of
+    the mean, the CI to the same decimals (64.00 ± 3.38, 3.034 ± 0.143, 51234 ± 873)."""
+    mean, ci = stat["mean"], stat["ci95"]
+    digits = min(max(3 - math.floor(math.log10(abs(mean))), 0), 12) if mean else 3
+    return f"{mean:.{digits}f} ± {ci:.{digits}f}"
+
+
+def _task_tables(result: dict, head: str, rule: str) -> list[str]:
+    """The per-dataset tables of the test figures: accuracy, or RMSE / MAE / R² for a regression."""
+    s = result["summary"]
+    names, datasets, cells = s["methods"], s["datasets"], s["cells"]
+    regression = s.get("task") == "regression"
+    figures = ((("rmse", "Test RMSE", _pm_g, "best (lowest) per dataset in bold"), ("mae", "Test MAE", _pm_g, ""),
+                ("r2", "Test R²", lambda st: _pm(st, digits=4), "")) if regression else
+               (("accuracy", "Test accuracy (%)", lambda st: _pm(st, scale=100.0), "best per dataset in bold"),))
+    out = []
+    for key, title, fmt, bold in figures:     # fractions in JSON, percent here
+        out += ["", f"## {title}: mean ± 95 % CI over the folds" + (f"; {bold}" if bold else ""), "", head, rule]
+        for ds in datasets:
+            row = []
+            for m in names:
+                text = fmt(cells[ds][m][key])
+                row.append(f"**{text}**" if bold and m in s["best"][ds] else text)
+            out.append(f"| {md_text(ds)} | " + " | ".join(row) + " |")
+        if bold and s["average_ranks"] is not None:
+            out.append("| *average rank* | " + " | ".join(f"{s['average_ranks'][m]:.2f}" for m in names) + " |")
+    return out
+
+
 def render_markdown(result: dict) -> str:
     s = result["summary"]
     names, datasets, cells = s["methods"], s["datasets"], s["cells"]
+    regression = s.get("task") == "regression"
     head = "| dataset | " + " | ".join(map(md_text, names)) + " |"
     rule = "|---|" + "---|" * len(names)
     if result["n_tasks_run"]:
@@ -165,24 +226,18 @@ def render_markdown(result: dict) -> str:
                f"wall time {result['wall_seconds']:.0f} s on {result['cluster']}")
     else:   # no cluster was started: a wall time of 0 s would describe nothing
         ran = f"{result['n_tasks']} tasks, all from the results file (none run now)"
-    out = [f"# treegen compare: {len(names)} method(s) on {len(datasets)} dataset(s)", "",
-           f"{result['folds']}-fold stratified CV x {result['repeats']} repetition(s), seed {result['seed']}; "
+    out = [f"# treegen compare{' (regression)' if regression else ''}: {len(names)} method(s) on "
+           f"{len(datasets)} dataset(s)", "",
+           f"{result['folds']}-fold {'shuffled (not stratified)' if regression else 'stratified'} CV x "
+           f"{result['repeats']} repetition(s), seed {result['seed']}; "
            f"{ran}; the tasks' fit and measure times sum to {result['task_seconds']:.0f} s.", "",
            *_runs_lines(result),
            f"Command: {md_code(result['command'])}", "", "Methods:", ""]
     for name, m in result["methods"].items():
         params = ", ".join(f"{md_text(k)}={md_text(v)}" for k, v in m["params"].items())
         out.append(f"- **{md_text(name)}**: {md_text(m['algorithm'])} ({params})")
-    out += ["", "## Test accuracy (%): mean ± 95 % CI over the folds; best per dataset in bold", "", head, rule]
-    for ds in datasets:
-        row = []
-        for m in names:
-            text = _pm(cells[ds][m]["accuracy"], scale=100.0)     # fractions in JSON, percent here
-            row.append(f"**{text}**" if m in s["best"][ds] else text)
-        out.append(f"| {md_text(ds)} | " + " | ".join(row) + " |")
-    if s["average_ranks"] is not None:
-        out.append("| *average rank* | " + " | ".join(f"{s['average_ranks'][m]:.2f}" for m in names) + " |")
-    out += ["", "## Leaves: mean ± 95 % CI", "", head, rule]
+    out += _task_tables(result, head, rule)
+    out += ["", f"## Leaves{' (all the trees of a forest)' if regression else ''}: mean ± 95 % CI", "", head, rule]
     for ds in datasets:
         out.append(f"| {md_text(ds)} | " + " | ".join(_pm(cells[ds][m]["leaves"]) for m in names) + " |")
     if result.get("target"):
@@ -195,7 +250,8 @@ def render_markdown(result: dict) -> str:
     out += ["", "## Fit time (s per fold, mean)", "", head, rule]
     for ds in datasets:
         out.append(f"| {md_text(ds)} | " + " | ".join(f"{cells[ds][m]['train_seconds']['mean']:.3f}" for m in names) + " |")
-    out += ["", "## Statistics (one score per dataset: the mean test accuracy)", ""]
+    out += ["", "## Statistics (one score per dataset: " + ("the mean test RMSE, lower is better; rank 1 = lowest)"
+                                                              if regression else "the mean test accuracy)"), ""]
     f = s["friedman"]
     if f is None:
         out.append("Friedman test: needs at least 2 datasets and 2 methods.")
@@ -227,7 +283,7 @@ def cmd_compare(args) -> int:
 
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     spec = read_params_file(args.params) if args.params else None
-    methods = _cmp.methods_from_spec(algos, spec)
+    methods = _cmp.methods_from_spec(algos, spec, args.task or "classification")
     if args.scheduler is not None and args.workers is not None:
         raise TreegenError("--workers sizes the local cluster; it cannot be used with --scheduler")
     if args.workers is not None:
@@ -251,11 +307,13 @@ def cmd_compare(args) -> int:
     data, info = [], []
     for path in paths:
         ds = load_csv(path, label=args.label)
-        refuse_continuous_labels(ds, path, "compare")
+        check_labels(ds, path, args.task)
         d = _cmp.CompareData(dataset_name(path), ds.X, ds.labels)
         data.append(d)
+        target = ({"target": ds.label_name, "n_values": len(set(ds.labels.tolist()))} if args.task == "regression"
+                  else {"n_classes": len(set(ds.labels.tolist()))})
         info.append({"name": d.name, "file": path.name, "n_rows": ds.n_rows, "n_features": ds.n_features,
-                     "n_classes": len(set(ds.labels.tolist())), "digest": d.digest})
+                     **target, "digest": d.digest})
     # treegen.learn.compare.run_comparison: the Python API of this command; here only the progress and printing
     state = {"done": 0, "finished": 0, "total": 0, "bar": None}
 

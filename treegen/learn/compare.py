@@ -28,6 +28,13 @@ Pieces:
   or the test accuracy of the run with the best training accuracy; Cao & Rockett's protocol).
 * :func:`summarize` — per-cell mean ± 95 % CI, best method per dataset, average ranks, Friedman with
   Iman-Davenport + Nemenyi + Holm, and Wilcoxon for two methods.
+
+Regression (``task="regression"`` of :func:`methods_from_spec`, ``--task regression``): the methods
+are the algorithms' regressors (:data:`treegen.learn.regressors.REGRESSORS`); the folds of repetition
+``r`` are the shuffled K-fold split of ``treegen cv --task regression`` (:func:`treegen.learn.cv.kfold_ids`
+over ``default_rng(seed + r)``), a task's record has the test ``rmse``, ``mae``, ``r2`` and the
+``train_rmse`` (what ``--pick best-train`` minimises), its key includes the task (a classification
+record is never taken for it), and the statistics rank the mean test RMSE, lower is better.
 """
 
 from __future__ import annotations
@@ -50,12 +57,13 @@ import numpy as np
 
 from treegen.core import stats
 from treegen.core.errors import DataError, TreegenError
-from treegen.core.metrics import summary
+from treegen.core.metrics import regression_scores, summary
 from treegen.learn.cluster_signals import children_ignore_sigint, deferred_stop_signals, raise_deferred
-from treegen.learn.compare_results import ResultsFile
+from treegen.learn.compare_results import TASKS, ResultsFile
 from treegen.learn.compare_runs import MAX_RUNS_PER_FOLD, PICKS, fold_records, is_deterministic, run_seed
-from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, stratified_fold_ids
+from treegen.learn.cv import EstimatorFactory, _plain_params, fold_seed, kfold_ids, stratified_fold_ids
 from treegen.learn.estimators import ALGORITHMS
+from treegen.learn.regressors import REGRESSORS
 from treegen.learn.scheduler import parse_address, probe
 
 #: fields of a task record that depend on the machine, not on the task (left out of comparisons)
@@ -92,9 +100,10 @@ class Method:
     name: str
     algorithm: str
     params: dict = field(default_factory=dict, hash=False)
+    task: str = "classification"      # or "regression": the algorithm's regressor (REGRESSORS)
 
     def factory(self) -> EstimatorFactory:
-        return EstimatorFactory(self.algorithm, self.params)
+        return EstimatorFactory(self.algorithm, self.params, self.task)
 
 
 def _setting_label(algo: str, params: dict, varying: Sequence[str]) -> str:
@@ -102,39 +111,47 @@ def _setting_label(algo: str, params: dict, varying: Sequence[str]) -> str:
     return f"{algo}({', '.join(shown)})" if shown else algo
 
 
-def _probe(algo: str, params: dict) -> None:
+def _probe(algo: str, params: dict, task: str = "classification") -> None:
     """Fit the algorithm with ``params`` on a toy problem, so bad values fail now (estimators validate at
     fit): at most 20 iterations, and the Python engine unless one is named."""
     p = dict(params)
     it = p.get("max_iter")
     if isinstance(it, int) and not isinstance(it, bool) and it > 20:
         p["max_iter"] = 20
-    factory = EstimatorFactory(algo, p)
+    factory = EstimatorFactory(algo, p, task)
     if "engine" in factory.cls._param_names():
         p.setdefault("engine", "python")
-        factory = EstimatorFactory(algo, p)
+        factory = EstimatorFactory(algo, p, task)
     X = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.0]] * 2)
+    y = np.array([0.0, 2.0, 0.5, 1.5] * 2) if task == "regression" else np.array([0, 1, 0, 1] * 2)
     try:
-        factory(0).fit(X, np.array([0, 1, 0, 1] * 2))
+        factory(0).fit(X, y)
     except TreegenError as exc:
         raise TreegenError(f"{algo}: {exc}") from None
     except (TypeError, ArithmeticError) as exc:
         raise TreegenError(f"{algo}: bad parameter value ({exc})") from None
 
 
-def methods_from_spec(algos: Sequence[str], params_spec: dict | None = None) -> list[Method]:
+def methods_from_spec(algos: Sequence[str], params_spec: dict | None = None,
+                      task: str = "classification") -> list[Method]:
     """Methods for algorithm names and a parameter specification.
 
     ``params_spec`` maps an algorithm name to one parameter dict or a list of them (one method per
     setting); a setting may carry ``"name"`` (the column title). Unnamed settings of one algorithm
     are called ``algo(p=v, ...)`` by the parameters that differ between them, or just ``algo``.
     Unknown algorithms, parameters not of the algorithm, a spec entry for an algorithm not in
-    ``algos`` and duplicate names raise :class:`TreegenError`.
+    ``algos`` and duplicate names raise :class:`TreegenError`. ``task`` "regression": the
+    algorithms' regressors (:data:`treegen.learn.regressors.REGRESSORS`) and their parameters.
     """
+    if task not in TASKS:
+        raise TreegenError(f"unknown task {task!r} (choose from {', '.join(TASKS)})")
     algos = list(algos)
     if not algos:
         raise TreegenError("no algorithm given")
     for a in algos:
+        if task == "regression" and a not in REGRESSORS:
+            raise TreegenError(f"algorithm {a!r} has no regression variant (--task regression: choose from "
+                               f"{', '.join(REGRESSORS)})")
         if a not in ALGORITHMS:
             raise TreegenError(f"unknown algorithm {a!r} (choose from {', '.join(ALGORITHMS)})")
     if len(set(algos)) != len(algos):
@@ -159,7 +176,7 @@ def methods_from_spec(algos: Sequence[str], params_spec: dict | None = None) -> 
                                        "(the seed comes from --seed)")
                 if not (v is None or isinstance(v, (bool, int, float, str))):
                     raise TreegenError(f"parameter {k!r} of {algo!r} must be a number, string or boolean, got {v!r}")
-            _probe(algo, s)   # unknown option / bad value -> TreegenError, before any cluster starts
+            _probe(algo, s, task)   # unknown option / bad value -> TreegenError, before any cluster starts
         keys = sorted({k for s in plain for k in s})
         varying = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True) for s in plain}) > 1]
         for s, p in zip(settings, plain):
@@ -167,7 +184,7 @@ def methods_from_spec(algos: Sequence[str], params_spec: dict | None = None) -> 
             if name is not None and (not isinstance(name, str) or not name.strip()):
                 raise TreegenError(f"setting name of {algo!r} must be a non-empty string, got {name!r}")
             name = name or (_setting_label(algo, p, varying) if len(settings) > 1 else algo)
-            methods.append(Method(name, algo, p))
+            methods.append(Method(name, algo, p, task))
     names = [m.name for m in methods]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
@@ -192,6 +209,7 @@ class Task:
     seed: int = 0
     key_v1: str = ""      # the same task's key in results files of record version 1 (accuracy in percent)
     run: int = 0          # run index within the fold (runs_per_fold > 1); run 0 is the fold's one task of R = 1
+    task: str = "classification"   # "regression": K-fold (not stratified), RMSE / MAE / R² (run_task)
 
 
 def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: int, fold: int,
@@ -200,9 +218,12 @@ def task_key(data: CompareData, method: Method, folds: int, seed: int, repeat: i
     as fractions; version 1 (accuracy in percent, no version in the hash) is what older results files
     hold — :meth:`ResultsFile.done` converts those records instead of running their tasks again.
     ``run`` > 0 (a further run of the fold) enters the hash; run 0 has the key of the fold's single
-    task, so a results file of one run per fold gives every fold its first run."""
+    task, so a results file of one run per fold gives every fold its first run. A regression method's
+    task adds ``"task": "regression"`` (a classification key is unchanged, and the two never meet)."""
     ident = {"data": data.digest, "algorithm": method.algorithm, "params": method.params,
              "folds": folds, "seed": seed, "repeat": repeat, "fold": fold}
+    if method.task != "classification":
+        ident["task"] = method.task
     if record != 1:
         ident["record"] = record
     if run:
@@ -216,7 +237,8 @@ def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: i
 
     A stochastic method gets ``runs_per_fold`` independently seeded runs per fold (:func:`run_seed`);
     a deterministic one (CART, ID3: :func:`is_deterministic`) one run. With ``runs_per_fold`` 1 the
-    tasks, keys and seeds are those of a plan without runs."""
+    tasks, keys and seeds are those of a plan without runs. The methods share one task (:func:`task_of`);
+    a regression needs numeric, finite target values."""
     for name, value, minimum in (("folds", folds, 2), ("repeats", repeats, 1), ("seed", seed, 0),
                                  ("runs_per_fold", runs_per_fold, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -232,17 +254,21 @@ def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: i
         if d.digest in seen:
             raise TreegenError(f"datasets {seen[d.digest]} and {d.name} have the same contents")
         seen[d.digest] = d.name
+    task = task_of(methods)
     tasks = []
     for data in datasets:
         n = data.X.shape[0]
         if folds > n:
             raise TreegenError(f"dataset {data.name}: folds ({folds}) cannot exceed the number of rows ({n})")
-        classes, counts = np.unique(data.y, return_counts=True)
-        if classes.shape[0] < 2:
-            raise DataError(f"dataset {data.name} has a single class ({classes[0]!r}); at least two are needed")
-        if counts.min() < folds:
-            warnings.warn(f"dataset {data.name}: the least populated class has only {int(counts.min())} member(s), "
-                          f"fewer than folds={folds}", UserWarning, stacklevel=2)
+        if task == "regression":
+            target_values(data)
+        else:
+            classes, counts = np.unique(data.y, return_counts=True)
+            if classes.shape[0] < 2:
+                raise DataError(f"dataset {data.name} has a single class ({classes[0]!r}); at least two are needed")
+            if counts.min() < folds:
+                warnings.warn(f"dataset {data.name}: the least populated class has only {int(counts.min())} "
+                              f"member(s), fewer than folds={folds}", UserWarning, stacklevel=2)
         for m in methods:
             runs = 1 if is_deterministic(m.algorithm) else int(runs_per_fold)
             for r in range(repeats):
@@ -250,11 +276,32 @@ def plan(datasets: Sequence[CompareData], methods: Sequence[Method], *, folds: i
                     first = task_key(data, m, folds, seed, r, f)
                     for i in range(runs):
                         key = first if i == 0 else task_key(data, m, folds, seed, r, f, run=i)
+                        v1 = (task_key(data, m, folds, seed, r, f, record=1) if i == 0 and task != "regression"
+                              else "")
                         tasks.append(Task(key, data.name, m.name, m.algorithm, dict(m.params), folds, seed + r, r,
-                                          f, run_seed(first, fold_seed(seed, r, f), i),
-                                          key_v1=task_key(data, m, folds, seed, r, f, record=1) if i == 0 else "",
-                                          run=i))
+                                          f, run_seed(first, fold_seed(seed, r, f), i), key_v1=v1, run=i, task=task))
     return tasks
+
+
+def task_of(methods: Sequence[Method]) -> str:
+    """The task the methods share (classification or regression); mixed tasks raise :class:`TreegenError`."""
+    tasks = {m.task for m in methods}
+    if len(tasks) > 1:
+        raise TreegenError("methods of a comparison must all classify or all regress, got both")
+    return tasks.pop() if tasks else "classification"
+
+
+def target_values(data: CompareData) -> np.ndarray:
+    """The float64 target values of a regression dataset (text or non-finite values raise :class:`DataError`)."""
+    y = data.y
+    try:
+        y = np.asarray(y.tolist() if y.dtype == object else y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError(f"dataset {data.name}: regression needs numeric target values, got text labels "
+                        "(use --task classification)") from None
+    if not np.all(np.isfinite(y)):
+        raise DataError(f"dataset {data.name}: target values contain NaN or infinite values")
+    return y
 
 
 def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> dict:
@@ -263,16 +310,24 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
     Returns the task's record: ``key, dataset, method, algorithm, repeat, fold, run, seed, n_train, n_test,
     accuracy`` (a fraction 0..1), ``train_accuracy`` (on the training rows), ``leaves, depth, train_seconds``
     and whatever ``measure(estimator, X_train)`` returns.
+
+    A regression task (``task.task`` "regression") splits as ``treegen cv --task regression`` (shuffled
+    K-fold: :func:`treegen.learn.cv.kfold_ids`) and its record has ``"task": "regression"``, ``rmse``,
+    ``mae``, ``r2`` (test rows) and ``train_rmse`` instead of the accuracies; ``leaves`` counts the
+    leaves of all the model's trees and ``depth`` is its deepest tree's (as ``cv`` counts them).
     """
-    fold_of = stratified_fold_ids(data.y, task.folds, np.random.default_rng(task.split_seed))
+    regression = task.task == "regression"
+    y = target_values(data) if regression else data.y
+    rng = np.random.default_rng(task.split_seed)
+    fold_of = kfold_ids(y.shape[0], task.folds, rng) if regression else stratified_fold_ids(y, task.folds, rng)
     test = np.flatnonzero(fold_of == task.fold)
     train = np.flatnonzero(fold_of != task.fold)
-    est = EstimatorFactory(task.algorithm, task.params)(task.seed)
+    est = EstimatorFactory(task.algorithm, task.params, task.task)(task.seed)
     where = f"dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold {task.fold}" + \
         (f", run {task.run}" if task.run else "")
     t0 = time.perf_counter()
     try:
-        est.fit(data.X[train], data.y[train])
+        est.fit(data.X[train], y[train])
     except TreegenError as exc:
         raise TreegenError(f"{where}: {exc}") from None
     seconds = time.perf_counter() - t0
@@ -281,10 +336,18 @@ def run_task(task: Task, data: CompareData, measure: Callable | None = None) -> 
         "key": task.key, "dataset": task.dataset, "method": task.method, "algorithm": task.algorithm,
         "repeat": task.repeat, "fold": task.fold, "run": task.run, "seed": task.seed,
         "n_train": int(train.shape[0]), "n_test": int(test.shape[0]),
-        "accuracy": float(np.mean(pred == data.y[test])),
-        "train_accuracy": float(np.mean(np.asarray(est.predict(data.X[train])) == data.y[train])),
-        "leaves": int(est.tree_.n_leaves), "depth": int(est.tree_.depth), "train_seconds": seconds,
     }
+    if regression:
+        scores = regression_scores(y[test], pred)
+        trees = est.model_.trees
+        record.update(task="regression", rmse=scores["rmse"], mae=scores["mae"], r2=scores["r2"],
+                      train_rmse=regression_scores(y[train], np.asarray(est.predict(data.X[train])))["rmse"],
+                      leaves=int(sum(t.n_leaves for t in trees)), depth=int(max(t.depth for t in trees)),
+                      train_seconds=seconds)
+    else:
+        record.update(accuracy=float(np.mean(pred == y[test])),
+                      train_accuracy=float(np.mean(np.asarray(est.predict(data.X[train])) == y[train])),
+                      leaves=int(est.tree_.n_leaves), depth=int(est.tree_.depth), train_seconds=seconds)
     if measure is not None:
         t0 = time.perf_counter()
         try:
@@ -443,7 +506,14 @@ def summarize(records: Sequence[dict], datasets: Sequence[str], methods: Sequenc
     a cell is ``{"accuracy", "leaves", "depth", "flash_bytes", "train_seconds": {"mean", "ci95"},
     "n_folds"}`` (``flash_bytes`` None when not measured). Best = highest mean accuracy (ties: all).
     Friedman needs >= 2 datasets and >= 2 methods; Wilcoxon is given for exactly two methods.
+
+    Regression methods (:func:`task_of`): a cell has ``rmse``, ``mae``, ``r2`` (``{"mean", "ci95",
+    "std"}``) instead of ``accuracy``; the table the statistics rank is ``mean_rmse`` (datasets x
+    methods, lower is better: best = lowest mean RMSE, rank 1 = lowest) instead of ``scores``; the
+    summary adds ``"task": "regression"`` and ``"metric": "rmse"``.
     """
+    if task_of(methods) == "regression":
+        return _summarize_regression(records, datasets, methods, alpha=alpha)
     names = [m.name for m in methods]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in records:
@@ -480,9 +550,54 @@ def summarize(records: Sequence[dict], datasets: Sequence[str], methods: Sequenc
     return out
 
 
+def _spread(values: list) -> dict:
+    """:func:`summary` plus the sample standard deviation (0 for one value)."""
+    return {**summary(values), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
+
+
+def _summarize_regression(records: Sequence[dict], datasets: Sequence[str], methods: Sequence[Method], *,
+                          alpha: float) -> dict:
+    names = [m.name for m in methods]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["dataset"], r["method"]), []).append(r)
+    cells: dict[str, dict[str, dict]] = {}
+    for ds in datasets:
+        cells[ds] = {}
+        for m in names:
+            recs = sorted(groups.get((ds, m), []), key=lambda r: (r["repeat"], r["fold"]))
+            if not recs:
+                raise TreegenError(f"no results for {m} on {ds}")
+            cells[ds][m] = {
+                **{k: _spread([r[k] for r in recs]) for k in ("rmse", "mae", "r2")},
+                "leaves": summary([r["leaves"] for r in recs]),
+                "depth": summary([r["depth"] for r in recs]),
+                "flash_bytes": _stat([r.get("flash_bytes") for r in recs]),
+                "train_seconds": summary([r["train_seconds"] for r in recs]),
+                "n_folds": len(recs),
+            }
+    rmse = np.array([[cells[ds][m]["rmse"]["mean"] for m in names] for ds in datasets], dtype=np.float64)
+    best = {}
+    for i, ds in enumerate(datasets):
+        top = np.round(rmse[i], stats.TIE_DECIMALS)
+        best[ds] = [names[j] for j in np.flatnonzero(top == top.min())]
+    out = {"task": "regression", "metric": "rmse", "datasets": list(datasets), "methods": names, "cells": cells,
+           "best": best, "mean_rmse": rmse.tolist(), "average_ranks": None, "friedman": None, "wilcoxon": None}
+    if len(datasets) >= 1:
+        out["average_ranks"] = dict(zip(names, map(float, stats.average_ranks(rmse, higher_is_better=False))))
+    if len(datasets) >= 2 and len(names) >= 2:
+        out["friedman"] = stats.friedman(rmse, names, higher_is_better=False, alpha=alpha)
+        out["friedman"]["iman_davenport"] = finite_or_none(out["friedman"]["iman_davenport"])
+        if len(names) == 2:
+            out["wilcoxon"] = {"a": names[0], "b": names[1],
+                               **stats.wilcoxon(rmse[:, 0], rmse[:, 1], higher_is_better=False)}
+    return out
+
+
 def method_params(methods: Sequence[Method]) -> dict:
     """Each method's full estimator parameters (defaults filled in), JSON-ready."""
-    return {m.name: {"algorithm": m.algorithm, "params": _plain_params(m.factory()(0).get_params())}
+    return {m.name: {"algorithm": m.algorithm, "params": _plain_params(m.factory()(0).get_params()),
+                     **({"task": m.task} if m.task != "classification" else {})}
             for m in methods}
 
 
@@ -518,7 +633,7 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     :class:`treegen.device.footprint.FlashSize`); ``on_start(n_tasks, n_done, n_pending)`` once the
     cluster is up; ``on_result(record)`` as each task finishes.
 
-    Returns ``{"methods", "folds", "repeats", "seed", "runs_per_fold", "pick", "deterministic", "cluster",
+    Returns ``{"task", "methods", "folds", "repeats", "seed", "runs_per_fold", "pick", "deterministic", "cluster",
     "n_tasks", "n_tasks_run", "wall_seconds", "task_seconds", "summary", "records"}`` (accuracies as
     fractions 0..1; :func:`summarize`; ``records``: one per fold (:func:`fold_records`), plus
     ``run_records`` (every run) when a fold has several; ``deterministic``: the methods run once per
@@ -535,7 +650,8 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
         done = {k: r for k, r in done.items() if r.get("flash_bytes", False) is not False}
     if pick == "best-train" and multi:   # picked by training accuracy: older records lack it, run those again
         picked_by_train = {t.key for t in tasks if (t.dataset, t.method) in multi}
-        done = {k: r for k, r in done.items() if "train_accuracy" in r or k not in picked_by_train}
+        done = {k: r for k, r in done.items()
+                if "train_accuracy" in r or "train_rmse" in r or k not in picked_by_train}
     pending = [t for t in tasks if t.key not in done]
     cluster = f"the Dask scheduler {scheduler}" if scheduler else "a local Dask cluster"
     t0 = time.perf_counter()
@@ -561,7 +677,8 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     if measure is None:
         records = [{k: v for k, v in r.items() if k not in FLASH_FIELDS} for r in records]
     per_fold = fold_records(records, pick)
-    out = {"methods": method_params(methods), "folds": folds, "repeats": repeats, "seed": seed,
+    out = {"task": task_of(methods), "methods": method_params(methods), "folds": folds, "repeats": repeats,
+           "seed": seed,
            "runs_per_fold": runs_per_fold, "pick": pick,
            "deterministic": [m.name for m in methods if is_deterministic(m.algorithm)], "cluster": cluster,
            "n_tasks": len(tasks), "n_tasks_run": len(pending), "wall_seconds": wall,
@@ -572,9 +689,11 @@ def run_comparison(data: Sequence[CompareData], methods: Sequence[Method], *, fo
     return out
 
 
-def compare(datasets: dict, algos: Sequence[str], params: dict | None = None, **kw) -> dict:
+def compare(datasets: dict, algos: Sequence[str], params: dict | None = None, *, task: str = "classification",
+            **kw) -> dict:
     """:func:`run_comparison` from plain data: ``datasets`` maps a name to ``(X, y)``; ``algos`` are
     algorithm names, ``params`` the ``--params`` mapping (algorithm -> parameters or a list of
-    settings). Keyword arguments as :func:`run_comparison`."""
+    settings); ``task`` "regression" compares the algorithms' regressors by RMSE. Keyword arguments
+    as :func:`run_comparison`."""
     data = [CompareData(name, X, y) for name, (X, y) in datasets.items()]
-    return run_comparison(data, methods_from_spec(list(algos), params), **kw)
+    return run_comparison(data, methods_from_spec(list(algos), params, task), **kw)

@@ -8,6 +8,9 @@ and an accuracy that is a count of test rows). A bad line is refused with its li
 (:class:`TreegenError`), or skipped with a warning when the caller asks for it (``skip_bad``). The
 one exception is a last line cut short without its newline (a run killed while writing): it is left
 out, and the next record written replaces it.
+
+A regression task's record (``"task": "regression"``) has ``rmse``, ``mae`` (>= 0), ``r2`` (<= 1) and
+optionally ``train_rmse`` instead of the accuracies; a record without ``task`` is a classification's.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ MINIMUM = {"repeat": 0, "fold": 0, "seed": 0, "n_train": 1, "n_test": 1, "leaves
 #: optional fields: name -> (types, minimum); None is allowed for the flash sizes (not measurable)
 OPTIONAL = {"measure_seconds": (_NUM, 0), "flash_bytes": (_INT, 0), "flash_bytes_inference": (_INT, 0),
             "converted_from": ((str,), None), "run": (_INT, 0), "train_accuracy": (_NUM, 0)}
+#: a regression task's record (``"task": "regression"``) has these test figures instead of ``accuracy``
+#: (R² is at most 1, and may be negative), and optionally ``train_rmse``
+REGRESSION_REQUIRED = {"rmse": _NUM, "mae": _NUM, "r2": _NUM}
+REGRESSION_MINIMUM = {"rmse": 0, "mae": 0}
+TASKS = ("classification", "regression")
 
 
 def _type_name(types) -> str:
@@ -56,13 +64,25 @@ def record_problem(rec) -> str | None:
     when the record is used (:meth:`ResultsFile.done`)."""
     if not isinstance(rec, dict):
         return f"not a JSON object (a {type(rec).__name__})"
-    missing = [k for k in REQUIRED if k not in rec]
+    task = rec.get("task", "classification")
+    if task not in TASKS:
+        return f"task must be one of {', '.join(TASKS)}, got {json.dumps(task)}"
+    regression = task == "regression"
+    required = ({**{k: v for k, v in REQUIRED.items() if k != "accuracy"}, **REGRESSION_REQUIRED} if regression
+                else REQUIRED)
+    missing = [k for k in required if k not in rec]
     if missing:
         return f"field{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing"
-    for name, types in REQUIRED.items():
-        problem = _check_value(name, rec[name], types, MINIMUM.get(name))
+    for name, types in required.items():
+        problem = _check_value(name, rec[name], types, MINIMUM.get(name, REGRESSION_MINIMUM.get(name)))
         if problem:
             return problem
+    if regression:
+        if rec["r2"] > 1:
+            return f"r2 must be at most 1, got {rec['r2']}"
+        if "train_rmse" in rec:
+            return _check_value("train_rmse", rec["train_rmse"], _NUM, 0)
+        return None
     if not 0 <= rec["accuracy"] <= 100:
         return f"accuracy must be a fraction 0..1, got {rec['accuracy']}"
     for name, (types, minimum) in OPTIONAL.items():
@@ -143,12 +163,14 @@ class ResultsFile:
 
     def _mismatch(self, task, rec: dict) -> str | None:
         """How a record found under ``task``'s key differs from the task (None: it is the task's). A record
-        without ``run`` (written before runs per fold) is run 0."""
-        for name, want in (("algorithm", task.algorithm), ("repeat", task.repeat), ("fold", task.fold),
-                           ("seed", task.seed), ("run", getattr(task, "run", 0))):
-            if rec.get(name, 0) != want:
+        without ``run`` (written before runs per fold) is run 0, one without ``task`` a classification."""
+        for name, want, default in (("task", getattr(task, "task", "classification"), "classification"),
+                                    ("algorithm", task.algorithm, 0), ("repeat", task.repeat, 0),
+                                    ("fold", task.fold, 0), ("seed", task.seed, 0),
+                                    ("run", getattr(task, "run", 0), 0)):
+            if rec.get(name, default) != want:
                 return (f"the record for dataset {task.dataset}, {task.method}, repetition {task.repeat}, fold "
-                        f"{task.fold} has {name} {json.dumps(rec.get(name, 0))}, this comparison's task has "
+                        f"{task.fold} has {name} {json.dumps(rec.get(name, default))}, this comparison's task has "
                         f"{json.dumps(want)}")
         return None
 
@@ -169,7 +191,10 @@ class ResultsFile:
             rec = self.records[key]
             scale = 100.0 if percent else 1.0
             problem = self._mismatch(t, rec)
-            correct = _correct_rows(float(rec["accuracy"]) / scale, rec["n_test"])
+            if problem is None and rec.get("task") == "regression":      # no accuracy: nothing to count
+                out[t.key] = rec
+                continue
+            correct = _correct_rows(float(rec["accuracy"]) / scale, rec["n_test"]) if "accuracy" in rec else None
             if problem is None and (rec["accuracy"] > scale or correct is None):
                 problem = (f"accuracy {rec['accuracy']} is not a count of {rec['n_test']} test rows"
                            + (" (in percent: record version 1)" if percent else " (a fraction 0..1)"))

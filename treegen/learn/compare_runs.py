@@ -26,6 +26,8 @@ PICKS = ("median", "best-train")
 MAX_RUNS_PER_FOLD = 1000
 #: fields summed over a fold's runs (the compute behind the fold)
 SUMMED = ("train_seconds", "measure_seconds")
+#: the test figures of a regression task record (``task`` "regression"); a fold's median takes each one's median
+REGRESSION_SCORES = ("rmse", "mae", "r2")
 
 
 def run_seed(first_key: str, fold_seed_: int, run: int) -> int:
@@ -61,6 +63,10 @@ def fold_records(records: Sequence[dict], pick: str = "median") -> list[dict]:
     Either way ``train_seconds`` (and ``measure_seconds``) are the runs' sums, and the record adds
     ``runs`` (the count), ``pick``, ``picked_run`` (None for the median) and ``run_accuracies`` /
     ``run_train_accuracies`` (by run index). ``best-train`` needs ``train_accuracy`` in every run.
+
+    Regression records (``task`` "regression") score by RMSE: ``median`` takes the medians of
+    ``rmse``, ``mae`` and ``r2`` (each on its own), ``best-train`` the run with the lowest
+    ``train_rmse`` (ties: the lowest run index); the lists are ``run_rmse`` / ``run_train_rmse``.
     """
     if pick not in PICKS:
         raise TreegenError(f"pick must be one of {', '.join(PICKS)}, got {pick!r}")
@@ -73,25 +79,34 @@ def fold_records(records: Sequence[dict], pick: str = "median") -> list[dict]:
             out.append(runs[0])
             continue
         runs = sorted(runs, key=lambda r: r.get("run", 0))
-        train = [r.get("train_accuracy") for r in runs]
+        regression = runs[0].get("task") == "regression"
+        score, train_key = ("rmse", "train_rmse") if regression else ("accuracy", "train_accuracy")
+        train = [r.get(train_key) for r in runs]
         if pick == "best-train":
             if any(t is None for t in train):
                 raise TreegenError(f"dataset {ds}, {method}, repetition {repeat}, fold {fold}: a run without its "
                                    "training accuracy (a record of an older treegen) cannot be picked by best-train")
-            best = max(range(len(runs)), key=lambda i: (train[i], -i))
+            # the best training fit: the highest accuracy, or the lowest RMSE (ties: the lowest run index)
+            best = (min(range(len(runs)), key=lambda i: (train[i], i)) if regression else
+                    max(range(len(runs)), key=lambda i: (train[i], -i)))
             rec = dict(runs[best])
             picked = runs[best].get("run", 0)
         else:
             rec = dict(runs[0])
-            for name in ("accuracy", "leaves", "depth", "flash_bytes", "flash_bytes_inference"):
+            for name in (*(REGRESSION_SCORES if regression else ("accuracy",)), "leaves", "depth", "flash_bytes",
+                         "flash_bytes_inference"):
                 if name in rec:
                     rec[name] = _median([r.get(name) for r in runs])
-            rec.pop("train_accuracy", None)
+            rec.pop(train_key, None)
             picked = None
         for name in SUMMED:
             if any(name in r for r in runs):
                 rec[name] = float(sum(float(r.get(name) or 0.0) for r in runs))
-        rec.update(runs=len(runs), pick=pick, picked_run=picked, run_accuracies=[r["accuracy"] for r in runs],
-                   run_train_accuracies=train)
+        if regression:
+            rec.update(runs=len(runs), pick=pick, picked_run=picked, run_rmse=[r[score] for r in runs],
+                       run_train_rmse=train)
+        else:
+            rec.update(runs=len(runs), pick=pick, picked_run=picked, run_accuracies=[r[score] for r in runs],
+                       run_train_accuracies=train)
         out.append(rec)
     return out
