@@ -42,6 +42,7 @@ from treegen.core.native import STRICT_CFLAGS
 from treegen.core.resources import templates_dir
 from treegen.core.version import __version__
 from treegen.device import processes
+from treegen.emit.entry_points import find as find_entry
 
 FIRMWARE_DIR = "firmware"
 PORTS_FILE = "ports.toml"
@@ -146,8 +147,8 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
     ``proba``: the model header has ``tg_<name>_predict_proba_q15`` (a soft-voting ensemble): the
     harness serves PROBA (capability bit 3). ``value``: a regression model (``tg_<name>_predict_value_q15``,
     ``n_classes`` 0): PREDICT answers each row with its int32 fixed-point value.
-    ``raw``: the model header has the float entry point ``tg_<name>_predict(const float *)``: the harness
-    serves PREDICT_RAW (capability bit 4; not with ``train``, not for a regression model).
+    ``raw``: the model has the float entry point (float32 row -> class; True: ``tg_<name>_predict``, or
+    its C name from the export's ``entry_points``): the harness serves PREDICT_RAW (capability bit 4; not with ``train``, not for a regression model).
     """
     tgt = _target(target)
     template, port_entry = _resolve_port(tgt)
@@ -188,6 +189,8 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
         # PREDICT_RAW (the float entry point): not in training builds (their RAM and flash are the engine's)
         "has_raw": (bool(raw) and not value and train is None
                     and (limits["max_payload"] - 2) // (4 * n_features) >= 1),
+        # the float entry point's C name (the export's recorded entry point; True: tg_<name>_predict)
+        "raw_fn": raw if isinstance(raw, str) else f"tg_{ident}_predict",
         "max_batch_raw": min(limits["max_batch"], (limits["max_payload"] - 2) // (4 * n_features)),
         "max_batch_proba": min(limits["max_batch"],
                                (limits["max_payload"] - 2) // (limits["class_bytes"] + 2 * n_classes)),
@@ -230,14 +233,17 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
         report = export_model(model, tmp, target=tgt, layout=layout, dtype="q15", variant=variant,
                               name=c_identifier(name), measure=False)
         written = [Path(shutil.copyfile(Path(tmp) / f, out / f)) for f in (f"{report.name}.h", f"{report.name}.c")]
-    # PREDICT_RAW serves the float entry point where the export has one (not the boosted Q15 export)
-    has_float_entry = f"int tg_{report.name}_predict(const float *" in written[0].read_text()
+    # PREDICT_RAW serves the float entry point where the export records one (float32 rows -> class; the
+    # boosted Q15 export has none): the report's entry points, not the header's text
+    float_entry = find_entry(report.entry_points, input="float32", output="class")
+    has_float_entry = float_entry is not None and float_entry["name"] == f"tg_{report.name}_predict"
     return written + render_harness(out, name=report.name, n_features=model.n_features, n_classes=model.n_classes,
                                     model_hash=model.hash(), target=tgt,
                                     variant=f"{report.dtype}-{report.layout}-{report.variant}",
                                     max_payload=max_payload, train=train,
                                     proba=len(model.trees) > 1 and report.vote == "soft",
-                                    value=model.is_regression, raw=has_float_entry and not model.is_regression)
+                                    value=model.is_regression,
+                                    raw=float_entry["name"] if has_float_entry and not model.is_regression else False)
 
 
 def plan_train(model: Model, tgt: _targets.Target, train, max_payload: int | None):
