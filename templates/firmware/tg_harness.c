@@ -265,6 +265,53 @@ static void tg_handle_predict_raw(void)
 }
 #endif
 
+#if TG_GLUE_HAS_F32
+typedef char tg_check_f32_in[(2u + (uint32_t)TG_GLUE_MAX_BATCH_F32 * TG_GLUE_N_FEATURES * 4u <= TG_MAX_PAYLOAD) ? 1 : -1];
+typedef char tg_check_f32_out[(2u + (uint32_t)TG_GLUE_MAX_BATCH_F32 * TG_GLUE_F32_ROW_BYTES <= TG_MAX_PAYLOAD) ? 1 : -1];
+typedef char tg_check_float32[(sizeof(float) == 4u) ? 1 : -1];
+
+static float tg_row_f32[TG_GLUE_N_FEATURES];
+
+/* PREDICT_F32: u16 n_rows, then n_rows rows of n_features float32 (little endian, IEEE-754 binary32) -> per
+ * row TG_GLUE_F32_ROW_BYTES bytes from the float32 export (tg_model_glue.h: the class, then its output bits) */
+static void tg_handle_predict_f32(void)
+{
+    uint8_t *out = tg_tx + TG_FRAME_HEADER;
+    uint32_t row_bytes = 4u * (uint32_t)TG_GLUE_N_FEATURES;
+    uint16_t n_rows;
+    uint16_t r;
+    uint32_t i;
+
+    if (tg_rx.len < 2u) {
+        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+        return;
+    }
+    n_rows = tg_get_u16(tg_rx.payload);
+    if (n_rows > TG_GLUE_MAX_BATCH_F32 || (uint32_t)tg_rx.len != 2u + (uint32_t)n_rows * row_bytes) {
+        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+        return;
+    }
+    tg_put_u16(out, n_rows);
+    for (r = 0u; r < n_rows; ++r) {
+        const uint8_t *src = tg_rx.payload + 2u + (uint32_t)r * row_bytes;
+
+        for (i = 0u; i < (uint32_t)TG_GLUE_N_FEATURES; ++i) {
+            union {
+                uint32_t u;
+                float f;
+            } v;
+            const uint8_t *b = src + 4u * i;
+
+            v.u = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
+            tg_row_f32[i] = v.f;
+        }
+        tg_glue_f32(tg_row_f32, out + 2u + (uint32_t)r * TG_GLUE_F32_ROW_BYTES);
+    }
+    tg_send((uint8_t)(TG_MSG_PREDICT_F32 | TG_MSG_RESPONSE), tg_rx.seq,
+            (uint16_t)(2u + (uint32_t)n_rows * TG_GLUE_F32_ROW_BYTES));
+}
+#endif
+
 /* count calls of the model on tg_bench_row; returns the elapsed counter ticks (modulo the period) */
 static TG_NOIPA uint32_t tg_bench_chunk(uint32_t count)
 {
@@ -338,6 +385,11 @@ static void tg_dispatch(void)
 #if TG_GLUE_HAS_RAW
     case TG_MSG_PREDICT_RAW:
         tg_handle_predict_raw();
+        break;
+#endif
+#if TG_GLUE_HAS_F32
+    case TG_MSG_PREDICT_F32:
+        tg_handle_predict_f32();
         break;
 #endif
     default:

@@ -39,6 +39,7 @@
 #define TG_MSG_BENCH 0x04u
 #define TG_MSG_PROBA 0x0Au
 #define TG_MSG_PREDICT_RAW 0x0Cu
+#define TG_MSG_PREDICT_F32 0x0Du
 #define TG_MSG_RESPONSE 0x80u
 #define TG_MSG_ERROR 0xFFu
 
@@ -54,6 +55,7 @@
 #define TG_CAP_TRAIN 0x4u
 #define TG_CAP_PROBA 0x8u
 #define TG_CAP_RAW 0x10u
+#define TG_CAP_F32 0x20u
 
 /* What tg_parser_feed() reports for the byte just fed. */
 typedef enum {

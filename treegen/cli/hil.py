@@ -51,7 +51,8 @@ def register(sub) -> None:
     p.add_argument("--float-ulps", type=int_range(0, 4096), default=0, metavar="N",
                    help="also check the float entry point (tg_<name>_predict, raw float32 inputs) on the float32 "
                         "values within N ulps of every threshold against the fixed-point model (e.g. 64; "
-                        "default 0: not checked)")
+                        "default 0: not checked); a regression or boosted model: its float32 export's outputs, bit "
+                        "for bit, on the data rows and these")
     output(p.add_argument("--json", metavar="FILE",
                           help="write the report as JSON (also when the run fails: ok false)"), "JSON file")
     output(p.add_argument("--junit", metavar="FILE",

@@ -42,6 +42,7 @@ from treegen.core.native import STRICT_CFLAGS
 from treegen.core.resources import templates_dir
 from treegen.core.version import __version__
 from treegen.device import processes
+from treegen.emit.entry_points import find as find_entry
 
 FIRMWARE_DIR = "firmware"
 PORTS_FILE = "ports.toml"
@@ -135,7 +136,8 @@ def _resolve_port(tgt: _targets.Target) -> tuple[str, dict]:
 
 def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model_hash: str, target,
                    variant: str, max_payload: int | None = None, port: dict | None = None,
-                   train=None, proba: bool = False, value: bool = False, raw: bool = False) -> list[Path]:
+                   train=None, proba: bool = False, value: bool = False, raw: bool | str = False,
+                   f32: dict | None = None) -> list[Path]:
     """The harness files alone (protocol, port header and port, glue, harness) for a model whose
     ``<name>.h`` (``tg_<name>_predict_q15``, ``TG_<NAME>_N_FEATURES/N_CLASSES``) is provided separately.
 
@@ -146,8 +148,8 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
     ``proba``: the model header has ``tg_<name>_predict_proba_q15`` (a soft-voting ensemble): the
     harness serves PROBA (capability bit 3). ``value``: a regression model (``tg_<name>_predict_value_q15``,
     ``n_classes`` 0): PREDICT answers each row with its int32 fixed-point value.
-    ``raw``: the model header has the float entry point ``tg_<name>_predict(const float *)``: the harness
-    serves PREDICT_RAW (capability bit 4; not with ``train``, not for a regression model).
+    ``raw``: the model has the float entry point (float32 row -> class; True: ``tg_<name>_predict``, or
+    its C name from the export's ``entry_points``): the harness serves PREDICT_RAW (capability bit 4; not with ``train``, not for a regression model).
     """
     tgt = _target(target)
     template, port_entry = _resolve_port(tgt)
@@ -188,6 +190,10 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
         # PREDICT_RAW (the float entry point): not in training builds (their RAM and flash are the engine's)
         "has_raw": (bool(raw) and not value and train is None
                     and (limits["max_payload"] - 2) // (4 * n_features) >= 1),
+        # the float entry point's C name (the export's recorded entry point; True: tg_<name>_predict)
+        "raw_fn": raw if isinstance(raw, str) else f"tg_{ident}_predict",
+        "f32": None if f32 is None else {**f32, "max_batch": min(
+            limits["max_batch"], (limits["max_payload"] - 2) // max(4 * n_features, f32["row_bytes"]))},
         "max_batch_raw": min(limits["max_batch"], (limits["max_payload"] - 2) // (4 * n_features)),
         "max_batch_proba": min(limits["max_batch"],
                                (limits["max_payload"] - 2) // (limits["class_bytes"] + 2 * n_classes)),
@@ -202,6 +208,37 @@ def render_harness(out_dir, *, name: str, n_features: int, n_classes: int, model
 
         files += render_train_sources(out, train)
     return files
+
+
+def f32_export_wanted(model: Model, tgt) -> bool:
+    """The harness carries the model's float32 export too (PREDICT_F32) for a regression model or a
+    boosted model imported with its source thresholds, on targets with IEEE-754 float arithmetic
+    (not AVR) and at least 64 KiB of flash (two exports of the model)."""
+    value_or_boosted = model.is_regression or model.vote == "sum"
+    has_f32 = model.vote != "sum" or model.has_raw_thresholds
+    return (value_or_boosted and has_f32 and bool(tgt.extra.get("ieee_float", True))
+            and tgt.kind in ("host", "emulated", "board", "mcu") and tgt.flash_kb >= 64)
+
+
+F32_WIDTH = {"f32": 4, "f64": 8}
+
+
+def f32_spec(entry_points: list, *, header: str, class_bytes: int, n_outputs: int = 1) -> dict:
+    """What PREDICT_F32 answers per row, from the float32 export's recorded entry points: the class
+    (``class_bytes``, classifiers) then the raw scores (``raw_f32``/``raw_f64``: ``n_out`` values; a tree
+    regressor: its ``value_f32``) as IEEE-754 bits, little endian."""
+    raw = next((e for e in entry_points if e["input"] == "float32" and e["output"].startswith("raw_")), None)
+    value = find_entry(entry_points, input="float32", output="value_f32")
+    cls = find_entry(entry_points, input="float32", output="class")
+    if raw is None and value is None:
+        raise TreegenError("the float32 export records no value or raw-score entry point")
+    width = F32_WIDTH[(raw or value)["output"].split("_")[1]]
+    return {"header": header, "raw_fn": None if raw is None else raw["name"],
+            "value_fn": None if value is None or raw is not None else value["name"],
+            "class_fn": None if cls is None else cls["name"], "class_bytes": class_bytes if cls else 0,
+            "width": width, "c_type": "float" if width == 4 else "double",
+            "n_out": int(n_outputs) if raw is not None else 1,
+            "row_bytes": (class_bytes if cls else 0) + (int(n_outputs) if raw is not None else 1) * width}
 
 
 def write_harness(model: Model, out_dir, *, target, layout: str = "table", variant: str = "auto",
@@ -230,14 +267,26 @@ def write_harness(model: Model, out_dir, *, target, layout: str = "table", varia
         report = export_model(model, tmp, target=tgt, layout=layout, dtype="q15", variant=variant,
                               name=c_identifier(name), measure=False)
         written = [Path(shutil.copyfile(Path(tmp) / f, out / f)) for f in (f"{report.name}.h", f"{report.name}.c")]
-    # PREDICT_RAW serves the float entry point where the export has one (not the boosted Q15 export)
-    has_float_entry = f"int tg_{report.name}_predict(const float *" in written[0].read_text()
+    f32 = None
+    if train is None and f32_export_wanted(model, tgt):
+        with tempfile.TemporaryDirectory(prefix="treegen-export-f32-") as tmp:
+            rep32 = export_model(model, tmp, target=tgt, dtype="f32", name=f"{report.name}_f32", measure=False)
+            written += [Path(shutil.copyfile(Path(tmp) / f, out / f)) for f in (f"{rep32.name}.h", f"{rep32.name}.c")]
+        f32 = f32_spec(rep32.entry_points, header=f"{rep32.name}.h",
+                       class_bytes=1 if model.n_classes <= 255 else 2,
+                       n_outputs=model.n_outputs if model.vote == "sum" else 1)
+    # PREDICT_RAW serves the float entry point where the export records one (float32 rows -> class; the
+    # boosted Q15 export has none): the report's entry points, not the header's text
+    float_entry = find_entry(report.entry_points, input="float32", output="class")
+    has_float_entry = float_entry is not None and float_entry["name"] == f"tg_{report.name}_predict"
     return written + render_harness(out, name=report.name, n_features=model.n_features, n_classes=model.n_classes,
                                     model_hash=model.hash(), target=tgt,
                                     variant=f"{report.dtype}-{report.layout}-{report.variant}",
                                     max_payload=max_payload, train=train,
                                     proba=len(model.trees) > 1 and report.vote == "soft",
-                                    value=model.is_regression, raw=has_float_entry and not model.is_regression)
+                                    value=model.is_regression,
+                                    raw=float_entry["name"] if has_float_entry and not model.is_regression else False,
+                                    f32=f32)
 
 
 def plan_train(model: Model, tgt: _targets.Target, train, max_payload: int | None):

@@ -92,3 +92,29 @@ def threshold_probes(model: Model, X_raw: np.ndarray, ulps: int = DEFAULT_ULPS) 
     rows = np.repeat(X32[base], steps.size, axis=0)
     rows[np.arange(rows.shape[0]), np.repeat(feat, steps.size)] = values.ravel()
     return rows, int(feat.size)
+
+
+def raw_threshold_probes(model: Model, X_raw: np.ndarray, ulps: int = DEFAULT_ULPS) -> tuple[np.ndarray, int]:
+    """A model imported with its source's float32 thresholds (``Tree.raw_threshold``: left iff
+    ``float32(x) <= t``): the ``2 * ulps + 1`` float32 values around every distinct ``(feature, t)``,
+    each put into a data row (the rows taken in turn), and the number of thresholds. Infinite
+    thresholds are skipped (no finite input lies on their other side)."""
+    X32 = np.asarray(X_raw, dtype=np.float64).astype(np.float32)
+    pts: dict[tuple[int, float], None] = {}
+    for tree in model.trees:
+        feat = tree.test_feature()
+        for k in np.flatnonzero(np.asarray(tree.left) >= 0):
+            t = np.float32(tree.raw_threshold[k])
+            if np.isfinite(t):
+                pts[(int(feat[k]), float(t))] = None
+    if not pts or X32.shape[0] == 0:
+        return np.empty((0, model.n_features), dtype=np.float32), 0
+    feat = np.array([p[0] for p in pts], dtype=np.int64)
+    t = np.array([p[1] for p in pts], dtype=np.float32)
+    base = np.arange(feat.size) % X32.shape[0]
+    steps = np.arange(-ulps, ulps + 1, dtype=np.int64)
+    walk = np.clip(f32_ordinals(t)[:, None] + steps[None, :], -0x7F800000, 0x7F800000)
+    values = f32_of_ordinals(walk)
+    rows = np.repeat(X32[base], steps.size, axis=0)
+    rows[np.arange(rows.shape[0]), np.repeat(feat, steps.size)] = values.ravel()
+    return rows, int(feat.size)

@@ -55,7 +55,7 @@ from treegen.core.errors import TreegenError
 from treegen.core.model import Model
 from treegen.core.version import __version__
 from treegen.device.build import built_model, image_target, reusable_firmware  # noqa: F401 (re-exported)
-from treegen.device.protocol import CAP_PROBA, CAP_RAW, BenchResult, CounterUnit, DeviceClient, DeviceInfo
+from treegen.device.protocol import CAP_F32, CAP_PROBA, CAP_RAW, BenchResult, CounterUnit, DeviceClient, DeviceInfo
 
 DEFAULT_TIMEOUT = 10.0          # seconds per request
 DEFAULT_BENCH_ITERS = 2000      # calls per BENCH row
@@ -173,7 +173,7 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
 def _boost_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
     """A boosted (vote 'sum') model: the int32 sums of :func:`treegen.emit.lower_boost.lower_boost_q15`
     (what its q15 export runs): classes from them, or the regression value in units of 2^-frac_bits."""
-    from treegen.emit.lower_boost import lower_boost_q15, predict_raw_q15
+    from treegen.emit.lower_boost import lower_boost_q15, predict_class_q15, predict_raw_q15
 
     tq = lower_boost_q15(model)
     raw = predict_raw_q15(tq, Xq)
@@ -182,7 +182,7 @@ def _boost_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
         floating = model.predict_value_normalised(Xn)
         y = None if labels is None else _target_values(labels, Xq.shape[0])
         return Reference(Xq, raw[:, 0].astype(np.int64), None, None, None, floating, tq.frac_bits, y)
-    fixed = (raw[:, 0] > 0).astype(np.int64) if raw.shape[1] == 1 else raw.argmax(axis=1).astype(np.int64)
+    fixed = predict_class_q15(tq, raw)
     floating = np.asarray(model.predict_index_normalised(Xn), dtype=np.int64)
     y = None if labels is None else _class_indices(model, labels, Xq.shape[0])
     return Reference(Xq, fixed, floating, y, None)
@@ -523,7 +523,7 @@ def _new_report(model: Model, tgt: _targets.Target, port: str | None) -> dict:
         "format": REPORT_FORMAT, "treegen_version": __version__, "ok": False, "error": None,
         "target": tgt.name, "target_kind": tgt.kind, "port": port, "model_hash": model.hash(),
         "layout": None, "variant": None, "rows": 0, "mismatches": None, "mismatch_rows": [],
-        "float_agreement": None, "float_entry": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
+        "float_agreement": None, "float_entry": None, "float32": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
         "counter_unit": None, "bench": None, "flash_bytes": None, "ram_bytes": None, "device": None,
         "data": None, "firmware_reused": False, "firmware_replaced": None, "seconds": {},
         "checks": [{"name": c, "ok": None, "seconds": 0.0, "message": "not run"} for c in CHECKS],
@@ -568,9 +568,6 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
         raise TreegenError(f"bench_iters must be 0..65535, got {bench_iters}")
     if not 0 <= int(float_ulps) <= MAX_FLOAT_ULPS:
         raise TreegenError(f"float_ulps must be 0..{MAX_FLOAT_ULPS}, got {float_ulps}")
-    if int(float_ulps) > 0 and model.is_regression:
-        raise TreegenError("the float-entry check (--float-ulps) compares classes: a regression model's "
-                           "harness has no PREDICT_RAW; its values are checked by PREDICT")
     if timeout <= 0:
         raise TreegenError("timeout must be > 0 seconds")
     if port is None and tgt.kind == "board":
@@ -696,8 +693,25 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                        if bad.size else f"{n} rows: classes and probabilities identical to the fixed-point model")
                 _set_check(report, "proba", bad.size == 0, time.perf_counter() - t0, msg)
 
+            # ---- the float32 export (PREDICT_F32): regression values / boosted raw scores, bit for bit
+            f32_model = model.is_regression or model.vote == "sum"
+            if info.capabilities & CAP_F32 and f32_model:
+                from treegen.device import hil_f32
+
+                current = "float32"
+                report["checks"].append({"name": "float32", "ok": None, "seconds": 0.0, "message": "not run"})
+                t0 = time.perf_counter()
+                report["float32"] = hil_f32.check_float32(device.client, model, raw_rows, int(float_ulps))
+                _set_check(report, "float32", report["float32"]["mismatches"] == 0, time.perf_counter() - t0,
+                           hil_f32.message(report["float32"]))
+            elif float_ulps > 0 and f32_model:
+                raise TreegenError("the device does not serve PREDICT_F32 (no float32 export in its firmware: a "
+                                   "target without IEEE-754 float or under 64 KiB flash, a model without source "
+                                   "thresholds, or firmware built before this check): its float32 export cannot "
+                                   "be checked")
+
             # ---- the float entry point (PREDICT_RAW): float32 inputs around every threshold
-            if float_ulps > 0:
+            if float_ulps > 0 and not f32_model:
                 current = "float entry"
                 report["checks"].append({"name": "float entry", "ok": None, "seconds": 0.0, "message": "not run"})
                 if not info.capabilities & CAP_RAW:

@@ -59,6 +59,7 @@ class MsgType(IntEnum):
     PROBA = 0x0A               # soft-voting ensembles (capability bit 3, PROBA): classes + probabilities
     TRAIN_PROFILE = 0x0B       # per-phase counter totals of the last TRAIN (profiling builds)
     PREDICT_RAW = 0x0C         # raw float32 rows -> the float entry point (capability bit 4, RAW)
+    PREDICT_F32 = 0x0D         # raw float32 rows -> the float32 export's class and output bits (bit 5, F32)
     PONG = 0x81
     INFO_RESPONSE = 0x82
     PREDICT_RESPONSE = 0x83
@@ -71,6 +72,7 @@ class MsgType(IntEnum):
     PROBA_RESPONSE = 0x8A
     TRAIN_PROFILE_RESPONSE = 0x8B
     PREDICT_RAW_RESPONSE = 0x8C
+    PREDICT_F32_RESPONSE = 0x8D
     ERROR = 0xFF
 
 
@@ -95,6 +97,7 @@ CAP_BENCH = 0x2
 CAP_TRAIN = 0x4
 CAP_PROBA = 0x8
 CAP_RAW = 0x10
+CAP_F32 = 0x20
 
 
 # ---------------------------------------------------------------------- errors
@@ -663,6 +666,27 @@ class DeviceClient:
                 raise ProtocolError(f"{self.name}: PREDICT_RAW returned class {int(classes.max())}, "
                                     f"the model has {info.n_classes}")
             out[start:start + n] = classes
+        return out
+
+    def predict_f32(self, rows, row_bytes: int, *, timeout: float | None = None) -> np.ndarray:
+        """PREDICT_F32 (devices with capability F32): for every float32 row the ``row_bytes`` bytes the
+        harness's float32 export answers (the class, then its outputs' IEEE-754 bits: see
+        :func:`treegen.device.firmware.f32_spec`), as a ``(n_rows, row_bytes)`` uint8 array."""
+        info = self.info()
+        if not info.capabilities & CAP_F32:
+            raise TreegenError(f"{self.name}: the device does not serve PREDICT_F32 (no float32 export in its "
+                               f"firmware)")
+        a = np.ascontiguousarray(np.asarray(rows, dtype=np.float32).reshape(-1, info.n_features), dtype="<f4")
+        per_batch = max(1, min(info.max_batch, (info.max_payload - 2) // max(4 * info.n_features, int(row_bytes))))
+        out = np.empty((a.shape[0], int(row_bytes)), dtype=np.uint8)
+        for start in range(0, a.shape[0], per_batch):
+            batch = a[start:start + per_batch]
+            n = batch.shape[0]
+            resp = self.request(MsgType.PREDICT_F32, struct.pack("<H", n) + batch.tobytes(), timeout=timeout)
+            if len(resp) != 2 + n * int(row_bytes) or struct.unpack_from("<H", resp)[0] != n:
+                raise ProtocolError(f"{self.name}: PREDICT_F32 response of {len(resp)} bytes does not hold "
+                                    f"{n} rows of {row_bytes} bytes")
+            out[start:start + n] = np.frombuffer(resp, dtype=np.uint8, offset=2).reshape(n, int(row_bytes))
         return out
 
     def bench(self, row, n_iter: int, *, timeout: float | None = None) -> BenchResult:

@@ -14,6 +14,7 @@ from treegen.core import targets as _targets
 from treegen.core.codegen import c_identifier, is_generated, prepare_out_dir, render
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
+from treegen.emit.entry_points import boost_entry_points
 from treegen.emit.lower_boost import (c_float, lower_boost, lower_boost_q15, predict_class, predict_class_q15,
                                       predict_raw, predict_raw_q15)
 from treegen.emit.options import resolve_variant
@@ -145,7 +146,9 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
             and "class_labels" not in k and ".str" not in k)),
         size_note=size["note"], agreement=agreement, notes=notes,
         vote=f"sum ({tb.sum_dtype}, link {model.boost['link']})", input_contract="float32", guarantee=guarantee,
-        linked_note="not linked (boosted export: the object is measured)", task=model.task)
+        linked_note="not linked (boosted export: the object is measured)", task=model.task,
+        entry_points=boost_entry_points(ident, dtype="f32", classification=model.task == "classification",
+                                        sum_dtype=tb.sum_dtype))
 
 
 def q15_context(model, tq, *, name: str, target_name: str) -> dict:
@@ -227,4 +230,5 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
         size_note=size["note"], agreement=agreement, notes=notes, thresholds_off_grid=off,
         vote=f"sum (int32_t, 2^-{tq.frac_bits} units, decision bound {tq.bound:.3g})", input_contract="q15",
-        guarantee=guarantee, linked_note="not linked (boosted export: the object is measured)", task=model.task)
+        guarantee=guarantee, linked_note="not linked (boosted export: the object is measured)", task=model.task,
+        entry_points=boost_entry_points(ident, dtype="q15", classification=model.task == "classification"))

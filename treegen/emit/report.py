@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from treegen.emit.entry_points import tree_entry_points
+
 
 @dataclass
 class ExportReport:
@@ -50,6 +52,8 @@ class ExportReport:
     value_frac_bits: int | None = None      # q15: int32_t values in units of 2^-value_frac_bits
     value_bound: float | None = None        # q15: |fixed-point value - float model| <= this where the tests agree
     values_line: str = ""                   # how the leaf values are stored and combined, and what was measured
+    # the C functions the export declares: name, input and output type (treegen.emit.entry_points)
+    entry_points: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -166,4 +170,5 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
         linked_note=size.get("linked", {}).get("note", ""),
         task=model.task, value_frac_bits=None if values is None or dtype != "q15" else values.frac_bits,
         value_bound=None if values is None or dtype != "q15" else float(values.bound), values_line=values_line,
+        entry_points=tree_entry_points(ident, dtype=dtype, regression=values is not None, soft=bool(ctx.get("soft"))),
     )
