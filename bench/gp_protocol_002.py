@@ -242,8 +242,8 @@ def cmd_report(args) -> None:
             lines += ["", "ours: " + "; ".join(_stats_lines(scores, list(METHODS))),
                       "", "the paper's columns on the same datasets: "
                       + "; ".join(_stats_lines(paper_acc, ["paper VRM", "paper ERM", "paper C4.5"])),
-                      "", f"fit time of these tasks: {seconds:.0f} s (one worker, nice 19, a 2-core machine shared "
-                      "with other jobs)", ""]
+                      "", f"fit time of these tasks: {seconds:.0f} s (worker processes at nice 19 on a 2-core machine "
+                      "shared with other jobs; wall times in gp_protocol_002.command.txt)", ""]
             section[pick] = {"datasets": [data[p].name for p in complete], "scores": s["scores"],
                              "friedman": s["friedman"], "average_ranks": s["average_ranks"],
                              "wilcoxon_vrm_erm": stats.wilcoxon(scores[:, 0], scores[:, 1]), "fit_seconds": seconds}
