@@ -219,96 +219,93 @@ static void tg_handle_proba(void)
 }
 #endif
 
-#if TG_GLUE_HAS_RAW
-typedef char tg_check_raw_in[(2u + (uint32_t)TG_GLUE_MAX_BATCH_RAW * TG_GLUE_N_FEATURES * 4u <= TG_MAX_PAYLOAD) ? 1 : -1];
+#if TG_GLUE_HAS_RAW || TG_GLUE_HAS_F32
 typedef char tg_check_float[(sizeof(float) == 4u) ? 1 : -1];
 
-static float tg_row_raw[TG_GLUE_N_FEATURES];
+static float tg_row_f32[TG_GLUE_N_FEATURES];
 
-/* PREDICT_RAW: u16 n_rows, then n_rows rows of n_features float32 (little endian, IEEE-754 binary32)
- * -> the class of the model's float entry point for each row (any bit pattern: NaN and inf included) */
-static void tg_handle_predict_raw(void)
+/* The float32 batch of a PREDICT_RAW / PREDICT_F32 request: u16 n_rows, then n_rows rows of n_features
+ * float32 (little endian, IEEE-754 binary32). Returns n_rows, or -1 after replying BAD_PAYLOAD. */
+static int32_t tg_f32_batch(uint16_t max_rows)
 {
-    uint8_t *out = tg_tx + TG_FRAME_HEADER;
-    uint32_t row_bytes = 4u * (uint32_t)TG_GLUE_N_FEATURES;
     uint16_t n_rows;
-    uint16_t r;
-    uint32_t i;
 
     if (tg_rx.len < 2u) {
         tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
-        return;
+        return -1;
     }
     n_rows = tg_get_u16(tg_rx.payload);
-    if (n_rows > TG_GLUE_MAX_BATCH_RAW || (uint32_t)tg_rx.len != 2u + (uint32_t)n_rows * row_bytes) {
+    if (n_rows > max_rows || (uint32_t)tg_rx.len != 2u + (uint32_t)n_rows * 4u * (uint32_t)TG_GLUE_N_FEATURES) {
         tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+        return -1;
+    }
+    return (int32_t)n_rows;
+}
+
+/* row r of the batch into tg_row_f32 (any bit pattern: NaN and inf included) */
+static void tg_f32_row(uint16_t r)
+{
+    const uint8_t *src = tg_rx.payload + 2u + (uint32_t)r * 4u * (uint32_t)TG_GLUE_N_FEATURES;
+    uint32_t i;
+
+    for (i = 0u; i < (uint32_t)TG_GLUE_N_FEATURES; ++i) {
+        union {
+            uint32_t u;
+            float f;
+        } v;
+        const uint8_t *b = src + 4u * i;
+
+        v.u = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
+        tg_row_f32[i] = v.f;
+    }
+}
+#endif
+
+#if TG_GLUE_HAS_RAW
+typedef char tg_check_raw_in[(2u + (uint32_t)TG_GLUE_MAX_BATCH_RAW * TG_GLUE_N_FEATURES * 4u <= TG_MAX_PAYLOAD) ? 1 : -1];
+
+/* PREDICT_RAW: a float32 batch -> the class of the model's float entry point for each row */
+static void tg_handle_predict_raw(void)
+{
+    uint8_t *out = tg_tx + TG_FRAME_HEADER;
+    int32_t n = tg_f32_batch((uint16_t)TG_GLUE_MAX_BATCH_RAW);
+    uint16_t r;
+
+    if (n < 0) {
         return;
     }
-    tg_put_u16(out, n_rows);
-    for (r = 0u; r < n_rows; ++r) {
-        const uint8_t *src = tg_rx.payload + 2u + (uint32_t)r * row_bytes;
-
-        for (i = 0u; i < (uint32_t)TG_GLUE_N_FEATURES; ++i) {
-            union {
-                uint32_t u;
-                float f;
-            } v;
-            const uint8_t *b = src + 4u * i;
-
-            v.u = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
-            tg_row_raw[i] = v.f;
-        }
-        tg_put_class(out + 2u + (uint32_t)r * TG_GLUE_CLASS_BYTES, TG_GLUE_PREDICT_RAW(tg_row_raw));
+    tg_put_u16(out, (uint16_t)n);
+    for (r = 0u; r < (uint16_t)n; ++r) {
+        tg_f32_row(r);
+        tg_put_class(out + 2u + (uint32_t)r * TG_GLUE_CLASS_BYTES, TG_GLUE_PREDICT_RAW(tg_row_f32));
     }
     tg_send((uint8_t)(TG_MSG_PREDICT_RAW | TG_MSG_RESPONSE), tg_rx.seq,
-            (uint16_t)(2u + (uint32_t)n_rows * TG_GLUE_CLASS_BYTES));
+            (uint16_t)(2u + (uint32_t)n * TG_GLUE_CLASS_BYTES));
 }
 #endif
 
 #if TG_GLUE_HAS_F32
 typedef char tg_check_f32_in[(2u + (uint32_t)TG_GLUE_MAX_BATCH_F32 * TG_GLUE_N_FEATURES * 4u <= TG_MAX_PAYLOAD) ? 1 : -1];
 typedef char tg_check_f32_out[(2u + (uint32_t)TG_GLUE_MAX_BATCH_F32 * TG_GLUE_F32_ROW_BYTES <= TG_MAX_PAYLOAD) ? 1 : -1];
-typedef char tg_check_float32[(sizeof(float) == 4u) ? 1 : -1];
 
-static float tg_row_f32[TG_GLUE_N_FEATURES];
-
-/* PREDICT_F32: u16 n_rows, then n_rows rows of n_features float32 (little endian, IEEE-754 binary32) -> per
- * row TG_GLUE_F32_ROW_BYTES bytes from the float32 export (tg_model_glue.h: the class, then its output bits) */
+/* PREDICT_F32: a float32 batch -> per row TG_GLUE_F32_ROW_BYTES bytes from the float32 export
+ * (tg_model_glue.h: the class, then its output bits) */
 static void tg_handle_predict_f32(void)
 {
     uint8_t *out = tg_tx + TG_FRAME_HEADER;
-    uint32_t row_bytes = 4u * (uint32_t)TG_GLUE_N_FEATURES;
-    uint16_t n_rows;
+    int32_t n = tg_f32_batch((uint16_t)TG_GLUE_MAX_BATCH_F32);
     uint16_t r;
-    uint32_t i;
 
-    if (tg_rx.len < 2u) {
-        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
+    if (n < 0) {
         return;
     }
-    n_rows = tg_get_u16(tg_rx.payload);
-    if (n_rows > TG_GLUE_MAX_BATCH_F32 || (uint32_t)tg_rx.len != 2u + (uint32_t)n_rows * row_bytes) {
-        tg_send_error(tg_rx.seq, TG_ERR_BAD_PAYLOAD, tg_rx.type);
-        return;
-    }
-    tg_put_u16(out, n_rows);
-    for (r = 0u; r < n_rows; ++r) {
-        const uint8_t *src = tg_rx.payload + 2u + (uint32_t)r * row_bytes;
-
-        for (i = 0u; i < (uint32_t)TG_GLUE_N_FEATURES; ++i) {
-            union {
-                uint32_t u;
-                float f;
-            } v;
-            const uint8_t *b = src + 4u * i;
-
-            v.u = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
-            tg_row_f32[i] = v.f;
-        }
+    tg_put_u16(out, (uint16_t)n);
+    for (r = 0u; r < (uint16_t)n; ++r) {
+        tg_f32_row(r);
         tg_glue_f32(tg_row_f32, out + 2u + (uint32_t)r * TG_GLUE_F32_ROW_BYTES);
     }
     tg_send((uint8_t)(TG_MSG_PREDICT_F32 | TG_MSG_RESPONSE), tg_rx.seq,
-            (uint16_t)(2u + (uint32_t)n_rows * TG_GLUE_F32_ROW_BYTES));
+            (uint16_t)(2u + (uint32_t)n * TG_GLUE_F32_ROW_BYTES));
 }
 #endif
 
