@@ -512,8 +512,9 @@ def summarize(records: Sequence[dict], datasets: Sequence[str], methods: Sequenc
     methods, lower is better: best = lowest mean RMSE, rank 1 = lowest) instead of ``scores``; the
     summary adds ``"task": "regression"`` and ``"metric": "rmse"``.
     """
-    if task_of(methods) == "regression":
-        return _summarize_regression(records, datasets, methods, alpha=alpha)
+    regression = task_of(methods) == "regression"
+    higher = not regression                 # accuracy: higher is better; RMSE: lower
+    metric = "rmse" if regression else "accuracy"
     names = [m.name for m in methods]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in records:
@@ -525,73 +526,39 @@ def summarize(records: Sequence[dict], datasets: Sequence[str], methods: Sequenc
             recs = sorted(groups.get((ds, m), []), key=lambda r: (r["repeat"], r["fold"]))
             if not recs:
                 raise TreegenError(f"no results for {m} on {ds}")
+            scored = ({k: _spread([r[k] for r in recs]) for k in ("rmse", "mae", "r2")} if regression
+                      else {"accuracy": summary([r["accuracy"] for r in recs])})
             cells[ds][m] = {
-                "accuracy": summary([r["accuracy"] for r in recs]),
+                **scored,
                 "leaves": summary([r["leaves"] for r in recs]),
                 "depth": summary([r["depth"] for r in recs]),
                 "flash_bytes": _stat([r.get("flash_bytes") for r in recs]),
                 "train_seconds": summary([r["train_seconds"] for r in recs]),
                 "n_folds": len(recs),
             }
-    scores = np.array([[cells[ds][m]["accuracy"]["mean"] for m in names] for ds in datasets], dtype=np.float64)
+    scores = np.array([[cells[ds][m][metric]["mean"] for m in names] for ds in datasets], dtype=np.float64)
     best = {}
     for i, ds in enumerate(datasets):
         top = np.round(scores[i], stats.TIE_DECIMALS)
-        best[ds] = [names[j] for j in np.flatnonzero(top == top.max())]
-    out = {"datasets": list(datasets), "methods": names, "cells": cells, "best": best,
-           "scores": scores.tolist(), "average_ranks": None, "friedman": None, "wilcoxon": None}
+        best[ds] = [names[j] for j in np.flatnonzero(top == (top.max() if higher else top.min()))]
+    head = {"task": "regression", "metric": "rmse"} if regression else {}
+    out = {**head, "datasets": list(datasets), "methods": names, "cells": cells, "best": best,
+           ("mean_rmse" if regression else "scores"): scores.tolist(),
+           "average_ranks": None, "friedman": None, "wilcoxon": None}
     if len(datasets) >= 1:
-        out["average_ranks"] = dict(zip(names, map(float, stats.average_ranks(scores))))
+        out["average_ranks"] = dict(zip(names, map(float, stats.average_ranks(scores, higher_is_better=higher))))
     if len(datasets) >= 2 and len(names) >= 2:
-        out["friedman"] = stats.friedman(scores, names, alpha=alpha)
+        out["friedman"] = stats.friedman(scores, names, higher_is_better=higher, alpha=alpha)
         out["friedman"]["iman_davenport"] = finite_or_none(out["friedman"]["iman_davenport"])  # JSON has no inf
         if len(names) == 2:
-            out["wilcoxon"] = {"a": names[0], "b": names[1], **stats.wilcoxon(scores[:, 0], scores[:, 1])}
+            out["wilcoxon"] = {"a": names[0], "b": names[1],
+                               **stats.wilcoxon(scores[:, 0], scores[:, 1], higher_is_better=higher)}
     return out
 
 
 def _spread(values: list) -> dict:
     """:func:`summary` plus the sample standard deviation (0 for one value)."""
     return {**summary(values), "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0}
-
-
-def _summarize_regression(records: Sequence[dict], datasets: Sequence[str], methods: Sequence[Method], *,
-                          alpha: float) -> dict:
-    names = [m.name for m in methods]
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in records:
-        groups.setdefault((r["dataset"], r["method"]), []).append(r)
-    cells: dict[str, dict[str, dict]] = {}
-    for ds in datasets:
-        cells[ds] = {}
-        for m in names:
-            recs = sorted(groups.get((ds, m), []), key=lambda r: (r["repeat"], r["fold"]))
-            if not recs:
-                raise TreegenError(f"no results for {m} on {ds}")
-            cells[ds][m] = {
-                **{k: _spread([r[k] for r in recs]) for k in ("rmse", "mae", "r2")},
-                "leaves": summary([r["leaves"] for r in recs]),
-                "depth": summary([r["depth"] for r in recs]),
-                "flash_bytes": _stat([r.get("flash_bytes") for r in recs]),
-                "train_seconds": summary([r["train_seconds"] for r in recs]),
-                "n_folds": len(recs),
-            }
-    rmse = np.array([[cells[ds][m]["rmse"]["mean"] for m in names] for ds in datasets], dtype=np.float64)
-    best = {}
-    for i, ds in enumerate(datasets):
-        top = np.round(rmse[i], stats.TIE_DECIMALS)
-        best[ds] = [names[j] for j in np.flatnonzero(top == top.min())]
-    out = {"task": "regression", "metric": "rmse", "datasets": list(datasets), "methods": names, "cells": cells,
-           "best": best, "mean_rmse": rmse.tolist(), "average_ranks": None, "friedman": None, "wilcoxon": None}
-    if len(datasets) >= 1:
-        out["average_ranks"] = dict(zip(names, map(float, stats.average_ranks(rmse, higher_is_better=False))))
-    if len(datasets) >= 2 and len(names) >= 2:
-        out["friedman"] = stats.friedman(rmse, names, higher_is_better=False, alpha=alpha)
-        out["friedman"]["iman_davenport"] = finite_or_none(out["friedman"]["iman_davenport"])
-        if len(names) == 2:
-            out["wilcoxon"] = {"a": names[0], "b": names[1],
-                               **stats.wilcoxon(rmse[:, 0], rmse[:, 1], higher_is_better=False)}
-    return out
 
 
 def method_params(methods: Sequence[Method]) -> dict:
