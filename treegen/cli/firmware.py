@@ -32,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("flash", help="upload the firmware to a board, or run it in QEMU for an emulated target")
+    p = sub.add_parser("flash", help="upload the firmware to a board, or run it in its emulator (QEMU, simavr) for an emulated target")
     _add_firmware_options(p)
     p.add_argument("--port", metavar="P",
                    help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")
@@ -234,9 +234,9 @@ def cmd_flash(args) -> int:
     # SIGTERM and SIGHUP raise Interrupted (cli.main): QEMU is stopped and the status is 128 + n;
     # Ctrl-C is the documented way to stop serving: status 0
     with start_emulator(target, elf, port=port) as board:
-        print(f"emulator        QEMU {target.emulator['machine']} (pid {board.process.pid})")
+        print(f"emulator        {board.label} (pid {board.process.pid})")
         print(f"serial          {board.url}")
-        print("                QEMU waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
+        print("                the emulator waits for a client on that URL (pyserial serial_for_url); Ctrl-C stops it",
               flush=True)
         try:
             rc = board.wait()
@@ -246,7 +246,7 @@ def cmd_flash(args) -> int:
             print("stopped", flush=True)
             return 0
         err = " ".join(board.stderr().split())
-    raise TreegenError(f"QEMU exited with status {rc}: {err or 'no message'}")
+    raise TreegenError(f"{board.label} exited with status {rc}: {err or 'no message'}")
 
 
 

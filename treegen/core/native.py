@@ -106,7 +106,7 @@ class NativeKernel:
             res = subprocess.run([cc, *flags, "-o", str(Path(tmp) / self.library), *units],
                                  capture_output=True, text=True)
             if res.returncode != 0:
-                raise TreegenError(f"compiling the {self.label} failed: {_first_error(res.stderr)}")
+                raise TreegenError(f"compiling the {self.label} failed: {first_error(res.stderr)}")
             for name in [*sources, self.library]:          # the library last: its presence means complete
                 os.replace(Path(tmp) / name, out_dir / name)
         return lib
@@ -119,7 +119,7 @@ class NativeKernel:
         return _LOADED[lib]
 
 
-def _first_error(stderr: str) -> str:
+def first_error(stderr: str) -> str:
     """The compiler's first error line (else its first line), for a one-line message."""
     lines = [line for line in stderr.strip().splitlines() if line.strip()] or ["(no compiler output)"]
     return next((line for line in lines if "error" in line), lines[0])

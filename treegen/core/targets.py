@@ -10,7 +10,9 @@ Optional keys (validated when present):
   ``cmsdk_uart`` (QEMU mps2 boards), ``native_pty`` (host), ``arduino`` (real boards).
 - ``mve`` (bool, default false): the M-profile Vector Extension (Helium, e.g. Cortex-M55); the
   export variant ``mve`` needs it.
-- ``[emulator]`` (required for ``kind = "emulated"``): ``machine`` (QEMU ``-M``), ``uart_base`` (int),
+- ``[emulator]`` (required for ``kind = "emulated"``): ``engine`` (``qemu``, the default, or ``simavr``);
+  for simavr ``mcu`` (simavr's core name, e.g. ``atmega328p``; the clock is ``clock_hz``) and ``uart``
+  (the USART's name, default ``0``); for QEMU ``machine`` (QEMU ``-M``), ``uart_base`` (int),
   optional ``qemu`` (executable, default ``qemu-system-arm``), ``uart_irq`` (int), ``args`` (list of
   str: extra QEMU arguments such as ``-icount``), ``flash_base`` / ``ram_base`` (int: where the
   linker script puts code and data, default 0x00000000 / 0x20000000).
@@ -40,7 +42,7 @@ Optional keys (validated when present):
   (avrdude's ``-p`` / ``-c`` / ``-b``), ``probe`` (what the user connects, for messages).
 - ``[emulator] firmware_option`` (str, default ``-kernel``): how QEMU is given the ELF (``-bios`` for
   the AVR machines); ``drain_quiet`` (float, seconds): the silence that ends a host-side flush, for
-  a machine whose UART takes input slowly (qemu-uno).
+  a machine whose UART takes input slowly.
 - ``[emulator] uart_index`` (int, default 0): which ``-serial`` option is the harness's UART (QEMU maps
   the n-th ``-serial`` to the machine's n-th UART; the ones before it get ``-serial null``).
 """
@@ -167,7 +169,13 @@ def _check_table(fname: str, data: dict, table: str, spec: dict, required: tuple
 
 _EMULATOR_KEYS = {"machine": str, "qemu": str, "uart_base": int, "uart_irq": int, "args": list,
                   "flash_base": int, "ram_base": int, "uart_index": int, "firmware_option": str,
-                  "drain_quiet": float}
+                  "drain_quiet": float, "engine": str, "mcu": str, "uart": str}
+#: the emulators of ``[emulator] engine`` (default qemu) and the keys each needs
+ENGINES = {"qemu": ("machine",), "simavr": ("mcu",)}
+#: targets that were shipped once and are gone: the one-line reason and what to use instead
+RETIRED = {"qemu-uno": "qemu-uno was removed: QEMU 7.2's AVR machine miscomputes libgcc's 16x16->32 multiply "
+                       "(__mulhisi3) and cannot count instructions; use simavr-uno (the same arduino_uno image "
+                       "on simavr, cycle-exact)"}
 _SOC_KEYS = {"family": str, "flash_base": int, "ram_base": int, "defines": dict, "startup": str, "ldscript": str,
              "link_flags": list, "toolchain": str}
 #: [soc] keys whose empty string means "none of ours": the toolchain's own crt / default linker script
@@ -203,8 +211,11 @@ def _check_optional(fname: str, data: dict) -> None:
         raise TreegenError(f"target file {fname}: key 'image' (a board's name) is for emulated targets only")
     baremetal_board = kind == "board" and data.get("uart") not in (None, ARDUINO_PORT)
     own_uart = kind == "emulated" and "image" not in data and "soc" not in data
+    engine = data.get("emulator", {}).get("engine", "qemu") if isinstance(data.get("emulator"), dict) else "qemu"
+    if engine not in ENGINES:
+        raise TreegenError(f"target file {fname}: [emulator] engine {engine!r} is not one of {', '.join(ENGINES)}")
     _check_table(fname, data, "emulator", _EMULATOR_KEYS,
-                 ("machine", "uart_base") if own_uart else ("machine",) if kind == "emulated" else ())
+                 (*ENGINES[engine], "uart_base") if own_uart else ENGINES[engine] if kind == "emulated" else ())
     pio_required = {"emulated": ("platform",), "board": ("platform", "board", "framework")}.get(kind, ())
     if baremetal_board and "platformio" not in data:
         pio_required = ()
@@ -257,6 +268,8 @@ def get(name: str) -> Target:
         return _parse(path)
     path = targets_dir() / f"{name}.toml"
     if not path.is_file():
+        if name in RETIRED:
+            raise TreegenError(RETIRED[name])
         raise TreegenError(f"unknown target {name!r} (available: {', '.join(available())})")
     return _parse(path)
 

@@ -107,17 +107,18 @@ def build_firmware(model: Model, target, output, *, layout: str = "table", varia
 
 
 def start_emulator(target, elf, *, port: int | None = None):
-    """The QEMU board of an emulated target running ``elf`` (a context manager: ``with
-    start_emulator(...) as board: board.url``); QEMU waits for a serial client on ``board.url``
+    """The emulator board of an emulated target running ``elf`` (a context manager: ``with
+    start_emulator(...) as board: board.url``; QEMU, or simavr for the AVR boards); it waits for a serial
+    client on ``board.url``
     (``socket://127.0.0.1:PORT``, what :func:`run_hil` takes as ``port``). ``treegen flash`` for an
     emulated target."""
-    from treegen.device.emulator import QemuBoard
+    from treegen.device.emulator import emulated_board
 
     tgt = _target(target)
     if tgt.kind != "emulated":
         raise TreegenError(f"target {tgt.name!r} ({tgt.kind}) is not emulated: upload to the board with "
                            "upload_firmware (treegen flash)")
-    return QemuBoard(tgt, elf, port=port)
+    return emulated_board(tgt, elf, port=port)
 
 
 def upload_firmware(project, *, port: str | None = None) -> int:

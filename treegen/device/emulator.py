@@ -1,18 +1,20 @@
-"""Run firmware on an emulated target: QEMU with the board's UART on a local TCP socket.
+"""Run firmware on an emulated target: an emulator process with the board's UART on a local TCP socket.
 
 ::
 
-    with QemuBoard("qemu-m4", "fw.elf") as board:
+    with emulated_board("qemu-m4", "fw.elf") as board:
         link = serial.serial_for_url(board.url, timeout=5)   # socket://127.0.0.1:PORT
         ...
 
-QEMU starts with ``-chardev socket,...,server=on,wait=on,nodelay=on``: it listens on a free port of
-127.0.0.1 and holds the boot until a client connects (no early output is lost), so the caller must
+The target's ``[emulator] engine`` says which emulator runs it: ``qemu`` (the default; :class:`QemuBoard`)
+or ``simavr`` (:class:`treegen.device.simavr.SimavrBoard`, the AVR boards). Both listen on a free port of
+127.0.0.1 and hold the boot until a client connects (no early output is lost), so the caller must
 connect promptly; pyserial's ``serial_for_url`` reaches it exactly like a real ``/dev/ttyACM0``.
-The emulator arguments come from the target's ``[emulator]`` table (machine, ``-icount
-shift=0,align=off,sleep=off`` for repeatable instruction counts; ``firmware_option``: ``-kernel``, or
-``-bios`` on the AVR machines). QEMU is killed when the ``with``
-block ends, whatever happens inside it; it runs in its own process group, registered with
+
+QEMU starts with ``-chardev socket,...,server=on,wait=on,nodelay=on``; its arguments come from the
+target's ``[emulator]`` table (machine, ``-icount shift=0,align=off,sleep=off`` for repeatable
+instruction counts; ``firmware_option``: ``-kernel`` or ``-bios``). The emulator is killed when the
+``with`` block ends, whatever happens inside it; it runs in its own process group, registered with
 :mod:`treegen.device.processes` (stopped at exit even if the ``with`` block is never left).
 """
 
@@ -69,17 +71,21 @@ def _one_line(text: str, limit: int = 400) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-class QemuBoard:
-    """Context manager running ``elf`` on the emulated ``target`` (name or Target).
+class EmulatorBoard:
+    """Context manager running ``elf`` on the emulated ``target`` (name or Target) in an emulator
+    process that serves the harness's UART on a TCP port; subclasses give the command.
 
     Attributes after ``__enter__``: ``port`` (TCP port), ``url`` (``socket://127.0.0.1:PORT``),
-    ``command`` (the QEMU argument list), ``process`` (the Popen object).
+    ``command`` (the emulator's argument list), ``process`` (the Popen object); ``label`` names the
+    emulator in messages.
     """
+
+    label = "emulator"
 
     def __init__(self, target, elf, *, port: int | None = None, host: str = "127.0.0.1",
                  start_timeout: float = 10.0, extra_args=()):
         self.target = target if isinstance(target, targets_mod.Target) else targets_mod.get(str(target))
-        if self.target.kind != "emulated" or not self.target.emulator.get("machine"):
+        if self.target.kind != "emulated":
             raise TreegenError(f"target {self.target.name!r} is not an emulated board (kind {self.target.kind!r})")
         self.elf = Path(elf)
         self.host = host
@@ -93,17 +99,11 @@ class QemuBoard:
     @property
     def url(self) -> str:
         if self.port is None:
-            raise TreegenError("QemuBoard is not running")
+            raise TreegenError(f"{type(self).__name__} is not running")
         return f"socket://{self.host}:{self.port}"
 
-    def _qemu(self) -> str:
-        name = self.target.emulator.get("qemu", DEFAULT_QEMU)
-        path = shutil.which(name)
-        if path is None:
-            package = "qemu-system-arm" if name == DEFAULT_QEMU else "qemu-system-misc"
-            raise TreegenError(f"{name} not found: install QEMU (Debian package {package}, "
-                               f"see scripts/setup.sh) to run the emulated target {self.target.name}")
-        return path
+    def _command(self, port: int) -> list[str]:          # pragma: no cover - the subclasses' job
+        raise NotImplementedError
 
     def _stderr_text(self) -> str:
         if self._stderr is None:
@@ -129,26 +129,20 @@ class QemuBoard:
         listening = _proc_listening(self.port)
         return True if listening is None else listening
 
-    def start(self) -> "QemuBoard":
+    def start(self) -> "EmulatorBoard":
         if not self.elf.is_file():
             raise TreegenError(f"firmware {self.elf} not found")
-        qemu = self._qemu()
-        emu = self.target.emulator
-        args = list(emu.get("args", DEFAULT_ARGS))
         fixed_port = self.port is not None
         for attempt in range(3):
             port = self.port if self.port is not None else free_port(self.host)
-            self.command = [qemu, "-M", emu["machine"], emu.get("firmware_option", "-kernel"), str(self.elf), *args,
-                            *self.extra_args,
-                            "-chardev", f"socket,id=u0,host={self.host},port={port},server=on,wait=on,nodelay=on",
-                            *serial_args(emu)]
+            self.command = self._command(port)
             self._stderr = tempfile.TemporaryFile()
             try:
                 self.process = processes.spawn(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                stderr=self._stderr)
             except OSError as exc:
                 self.close()
-                raise TreegenError(f"cannot start {qemu}: {exc.strerror or exc}") from None
+                raise TreegenError(f"cannot start {self.command[0]}: {exc.strerror or exc}") from None
             self.port = port
             deadline = time.monotonic() + self.start_timeout
             while time.monotonic() < deadline:
@@ -164,28 +158,27 @@ class QemuBoard:
                 self.port = None   # lost a race for the free port: pick another one
                 continue
             if rc is not None:
-                raise TreegenError(f"QEMU ({emu['machine']}) exited early with status {rc}: "
-                                   f"{_one_line(err) or 'no message'}")
-            raise TreegenError(f"QEMU ({emu['machine']}) did not open its UART socket within "
+                raise TreegenError(f"{self.label} exited early with status {rc}: {_one_line(err) or 'no message'}")
+            raise TreegenError(f"{self.label} did not open its UART socket within "
                                f"{self.start_timeout:.0f} s: {_one_line(err) or 'no message'}")
-        raise TreegenError("QEMU could not get a free TCP port")  # pragma: no cover
+        raise TreegenError(f"{self.label} could not get a free TCP port")  # pragma: no cover
 
-    def __enter__(self) -> "QemuBoard":
+    def __enter__(self) -> "EmulatorBoard":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     def poll(self) -> int | None:
-        """QEMU's exit status, or None while it runs."""
+        """The emulator's exit status, or None while it runs."""
         return None if self.process is None else self.process.poll()
 
     def stderr(self) -> str:
-        """What QEMU wrote to stderr so far."""
+        """What the emulator wrote to stderr so far."""
         return self._stderr_text()
 
     def close(self) -> None:
-        """Stop QEMU (idempotent)."""
+        """Stop the emulator (idempotent)."""
         proc, self.process = self.process, None
         processes.stop(proc, grace=0)
         if self._stderr is not None:
@@ -196,7 +189,50 @@ class QemuBoard:
             self._stderr = None
 
     def wait(self) -> int:
-        """Block until QEMU exits (e.g. ``treegen flash`` waiting for Ctrl-C); returns its status."""
+        """Block until the emulator exits (e.g. ``treegen flash`` waiting for Ctrl-C); returns its status."""
         if self.process is None:
-            raise TreegenError("QemuBoard is not running")
+            raise TreegenError(f"{type(self).__name__} is not running")
         return processes.wait(self.process)
+
+
+class QemuBoard(EmulatorBoard):
+    """:class:`EmulatorBoard` on QEMU: ``-M machine``, the ELF by ``-kernel`` (or the target's
+    ``firmware_option``), the harness's UART on ``-chardev socket,...,server=on,wait=on,nodelay=on``."""
+
+    def __init__(self, target, elf, **kwargs):
+        super().__init__(target, elf, **kwargs)
+        if not self.target.emulator.get("machine") or self.target.emulator.get("engine", "qemu") != "qemu":
+            raise TreegenError(f"target {self.target.name!r} is not run by QEMU (its [emulator] engine is "
+                               f"{self.target.emulator.get('engine', 'qemu')!r})")
+        self.label = f"QEMU ({self.target.emulator['machine']})"
+
+    def _qemu(self) -> str:
+        name = self.target.emulator.get("qemu", DEFAULT_QEMU)
+        path = shutil.which(name)
+        if path is None:
+            package = "qemu-system-arm" if name == DEFAULT_QEMU else "qemu-system-misc"
+            raise TreegenError(f"{name} not found: install QEMU (Debian package {package}, "
+                               f"see scripts/setup.sh) to run the emulated target {self.target.name}")
+        return path
+
+    def _command(self, port: int) -> list[str]:
+        emu = self.target.emulator
+        return [self._qemu(), "-M", emu["machine"], emu.get("firmware_option", "-kernel"), str(self.elf),
+                *emu.get("args", DEFAULT_ARGS), *self.extra_args,
+                "-chardev", f"socket,id=u0,host={self.host},port={port},server=on,wait=on,nodelay=on",
+                *serial_args(emu)]
+
+
+#: the emulators treegen runs, by ``[emulator] engine``
+ENGINES = ("qemu", "simavr")
+
+
+def emulated_board(target, elf, **kwargs) -> EmulatorBoard:
+    """The board object (not started) that runs ``elf`` on the emulated ``target`` with the emulator its
+    ``[emulator] engine`` names: QEMU, or simavr for the AVR boards."""
+    tgt = target if isinstance(target, targets_mod.Target) else targets_mod.get(str(target))
+    if tgt.emulator.get("engine", "qemu") == "simavr":
+        from treegen.device.simavr import SimavrBoard
+
+        return SimavrBoard(tgt, elf, **kwargs)
+    return QemuBoard(tgt, elf, **kwargs)

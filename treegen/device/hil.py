@@ -9,8 +9,8 @@ The device is one of
 - ``native``: the harness compiled for the host (:func:`treegen.device.firmware.build_native`), run as a
   process serving a pseudo-terminal (:class:`treegen.device.firmware.NativeDevice`);
 - an emulated board (``qemu-m3``, ``qemu-m4``, ``qemu-m7``): an offline PlatformIO build
-  (:mod:`treegen.device.platformio`) run by QEMU with its UART on a local TCP socket
-  (:class:`treegen.device.emulator.QemuBoard`);
+  (:mod:`treegen.device.platformio`) run by its emulator (QEMU; simavr for the AVR boards) with its UART
+  on a local TCP socket (:func:`treegen.device.emulator.emulated_board`);
 - a real board (``kind = "board"``): needs ``port`` (``/dev/ttyACM0``, ``COM5`` ...) and must have
   been flashed with ``treegen flash`` beforehand;
 - or, for any target, a device that is already running at ``port`` (any pyserial URL or path,
@@ -315,7 +315,7 @@ def existing_firmware(model: Model, target, build_dir, *, layout: str | None, va
 # ---------------------------------------------------------------------- devices
 class Device:
     """A connected device: ``client`` (:class:`~treegen.device.protocol.DeviceClient`), ``url``, and the
-    process serving it when started here (``process``: QemuBoard or NativeDevice, else None)."""
+    process serving it when started here (``process``: an emulator board or NativeDevice, else None)."""
 
     def __init__(self, client: DeviceClient, url: str, target: _targets.Target, process=None):
         self.client = client
@@ -335,12 +335,13 @@ class Device:
         proc = self.process
         if proc is None:
             return ""
-        if hasattr(proc, "stderr") and callable(proc.stderr):          # QemuBoard
+        if hasattr(proc, "stderr") and callable(proc.stderr):          # an emulator board
             rc = proc.poll()
             err = _one_line(proc.stderr())
+            name = getattr(proc, "label", "emulator")
             if rc is not None:
-                return f"QEMU exited with status {rc}: {err or 'no message'}"
-            return f"QEMU stderr: {err}" if err else ""
+                return f"{name} exited with status {rc}: {err or 'no message'}"
+            return f"{name} stderr: {err}" if err else ""
         rc = proc.returncode                                             # NativeDevice
         tail = proc.log_tail()
         if rc is not None:
@@ -443,9 +444,9 @@ def open_device(target, *, firmware: Firmware | None = None, port: str | None = 
                 proc.stop(check=False)
         return
     if tgt.kind == "emulated":
-        from treegen.device.emulator import QemuBoard
+        from treegen.device.emulator import emulated_board
 
-        board = QemuBoard(tgt, firmware.path)
+        board = emulated_board(tgt, firmware.path)
         board.start()
         try:
             client = DeviceClient.open(board.url, timeout=timeout, max_payload=hint)

@@ -137,16 +137,16 @@ def start_device(target: tg_targets.Target, fw, port: str | None):
             proc.kill()
             proc.stop(check=False)
         return
-    from treegen.device.emulator import QemuBoard
+    from treegen.device.emulator import emulated_board
 
-    board = QemuBoard(target, fw.path)
+    board = emulated_board(target, fw.path)
     error = None
     try:
         board.start()
         _await_boot(board)
     except TreegenError as exc:
         board.close()
-        error = f"QEMU did not start for {target.name}: {exc}"
+        error = f"{board.label} did not start for {target.name}: {exc}"
     if error:
         pytest.fail(error, pytrace=False)
     try:
@@ -197,8 +197,8 @@ def expected_counter_unit(target: tg_targets.Target) -> int:
     """What BENCH counts on this target: host ns, QEMU instructions, real boards cycles (ns on M0/M0+)."""
     if target.kind == "host":
         return CounterUnit.NANOSECONDS
-    if target.kind == "emulated":
-        return CounterUnit.INSTRUCTIONS
+    if target.kind == "emulated":      # QEMU -icount: instructions; simavr: cycles, as on the chip
+        return CounterUnit.CYCLES if target.emulator.get("engine") == "simavr" else CounterUnit.INSTRUCTIONS
     if target.uart != "arduino":
         return CounterUnit.CYCLES        # the bare-metal ports: SysTick / nRF51 TIMER0 at the CPU clock
     return CounterUnit.NANOSECONDS if target.core.startswith("cortex-m0") else CounterUnit.CYCLES
