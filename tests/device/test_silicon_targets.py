@@ -1,14 +1,14 @@
 """Real microcontrollers' firmware on emulated silicon: the bare-metal board-support ports
 (templates/firmware/tg_port_stm32_usart*.c, tg_port_nrf51_uart.c, tg_port_sifive_uart.c,
-tg_port_avr_usart.c), built offline for the boards and run on QEMU's STM32, nRF51, SiFive FE310 and
-ATmega328P machines.
+tg_port_avr_usart.c), built offline for the boards and run on QEMU's STM32, nRF51 and SiFive FE310
+machines and simavr's ATmega328P.
 
 - qemu-netduinoplus2 runs the nucleo_f446re image (same loadable bytes: the sha256 is compared),
   qemu-microbit the microbit_v1 image (a true Cortex-M0), qemu-stm32vldiscovery the STM32F1 port linked
   for the F100's 8 KiB RAM, qemu-hifive1 (sifive_e) the hifive1 image (RISC-V RV32IMAC, SiFive UART,
-  minstret), qemu-uno the arduino_uno image (AVR, USART0, tables in flash): inference (PREDICT and
+  minstret), simavr-uno the arduino_uno image (AVR, USART0, tables in flash): inference (PREDICT and
   PROBA of a soft-voting forest, and the float entry point through PREDICT_RAW), instruction counts
-  (virtual-clock nanoseconds on qemu-uno), protocol robustness (bad CRC, garbage, truncated and
+  (CPU cycles on simavr-uno), protocol robustness (bad CRC, garbage, truncated and
   oversized frames) and one on-device training case each (not on the Uno's 2 KiB), identical to the
   host engine.
 - nucleo_l031k6 (no QEMU model of the STM32L0) and bluepill_f103c8: built and linked, not run.
@@ -16,7 +16,7 @@ ATmega328P machines.
   the HiFive1; avrdude for the Uno (and the one-line error without it).
 
 FAILS (never skips) when arm-none-eabi-gcc, riscv64-unknown-elf-gcc, avr-gcc, QEMU (qemu-system-arm,
-qemu-system-riscv32, qemu-system-avr) or pyOCD is missing (scripts/setup.sh, the device extra).
+qemu-system-riscv32), libsimavr or pyOCD is missing (scripts/setup.sh, the device extra).
 """
 
 from __future__ import annotations
@@ -38,14 +38,13 @@ from treegen.device.image import image_sha256
 from treegen.device.protocol import ErrorCode, FrameParser, MsgType, encode_frame
 
 EMULATED = {"qemu-netduinoplus2": "nucleo_f446re", "qemu-microbit": "microbit_v1",
-            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery", "qemu-hifive1": "hifive1", "qemu-uno": "arduino_uno"}
-#: what BENCH counts under QEMU: instructions (-icount), or on qemu-uno the virtual clock's nanoseconds
-#: (QEMU 7.2's AVR machines cannot run -icount with a timer: "Bad icount read")
-UNIT = {"qemu-uno": "nanoseconds"}
+            "qemu-stm32vldiscovery": "qemu-stm32vldiscovery", "qemu-hifive1": "hifive1", "simavr-uno": "arduino_uno"}
+#: what BENCH counts: instructions under QEMU (-icount), CPU cycles on simavr (Timer1 from its cycle count)
+UNIT = {"simavr-uno": "cycles"}
 #: RX ring bytes of each port (the AVR's 2 KiB RAM: 64, [soc.defines] TG_RX_BUFFER_SIZE)
-RING = {"qemu-uno": 64}
-#: on-device training: not on the Uno (2 KiB RAM: inference only)
-TRAINING = sorted(set(EMULATED) - {"qemu-uno"})
+RING = {"simavr-uno": 64}
+#: on-device training: not on the Uno (the engine's tables and statics exceed its 2 KiB RAM: refused)
+TRAINING = sorted(set(EMULATED) - {"simavr-uno"})
 
 
 def _data(seed: int = 3, n: int = 120):
@@ -106,7 +105,7 @@ def test_inference_predict_and_proba_identical(name, forest, built):
     assert fe["mismatches"] == 0 and fe["breakpoints"] >= 5 and fe["rows"] == 3 * fe["breakpoints"]
     assert report["device"]["target"] == EMULATED[name] and report["image_sha256"] == fw.image_sha256
     # instructions per inference, counted by the port's tick source under -icount (repeatable); on
-    # qemu-uno the emulator's wall-clock nanoseconds
+    # simavr-uno CPU cycles
     assert report["counter_unit"] == UNIT.get(name, "instructions") and 10 < report["insn_per_inference"] < 20000
 
 
@@ -261,7 +260,7 @@ def _cli(capsys, *argv):
 def test_uno_image_keeps_its_tables_in_flash(forest, built):
     """arduino_uno: avr-libc's crt and default linker script (no startup file or .ld of ours), the
     model's tables in program memory (PROGMEM): the RAM is the harness's buffers, not the model."""
-    fw = built["qemu-uno"]
+    fw = built["simavr-uno"]
     src = fw.project / "src"
     assert not (src / "startup_cortexm.c").exists() and not (src / "cortexm.ld").exists()
     model_c = (src / "model.c").read_text()
@@ -285,9 +284,9 @@ def test_avr_port_is_strict_c99(forest, tmp_path):
 
 
 def test_flash_dry_run_prints_the_avrdude_command(model_file, built, capsys):
-    """The Uno's uploader is avrdude through its bootloader on --port; the project qemu-uno ran is the
+    """The Uno's uploader is avrdude through its bootloader on --port; the project simavr-uno ran is the
     arduino_uno build of the same model: reused, not rebuilt."""
-    project = built["qemu-uno"].project
+    project = built["simavr-uno"].project
     code, out, err = _cli(capsys, "flash", str(model_file), "--target", "arduino_uno", "-o", str(project),
                           "--dry-run", "--port", "/dev/ttyUSB3")
     assert code == 0, err
