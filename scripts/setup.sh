@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Everything treegen needs on a fresh machine (Debian/Ubuntu, Python >= 3.11 with pip):
-#   - the ARM cross compiler, newlib and QEMU (Debian packages), for export/build/HIL
+#   - the ARM cross compiler, newlib, QEMU and simavr's library (Debian packages), for export/build/HIL
 #   - the treegen package with its test extras
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc g++ gcc-avr avr-libc gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc"   # g++: tests/emit/test_export_compile.py; avr, riscv, qemu-system-misc (riscv32): tests/emit/test_export_cross.py
+APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc g++ gcc-avr avr-libc gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc simavr libsimavr-dev"   # g++: tests/emit/test_export_compile.py; avr, riscv, qemu-system-misc (riscv32): tests/emit/test_export_cross.py; simavr libsimavr-dev: simavr-uno (templates/simavr/)
 missing=""
 for p in $APT_PACKAGES; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
