@@ -27,7 +27,7 @@ from treegen import CARTClassifier, EFTIClassifier
 from treegen.core.errors import TreegenError
 from treegen.core.model import save
 from treegen.device import simavr
-from treegen.device.emulator import emulated_board
+from treegen.device.emulated import emulated_board
 from treegen.device.hil import build_firmware, open_device, run_hil
 from treegen.device.protocol import DeviceClient
 

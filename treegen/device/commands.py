@@ -112,7 +112,7 @@ def start_emulator(target, elf, *, port: int | None = None):
     client on ``board.url``
     (``socket://127.0.0.1:PORT``, what :func:`run_hil` takes as ``port``). ``treegen flash`` for an
     emulated target."""
-    from treegen.device.emulator import emulated_board
+    from treegen.device.emulated import emulated_board
 
     tgt = _target(target)
     if tgt.kind != "emulated":

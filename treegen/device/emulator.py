@@ -2,12 +2,13 @@
 
 ::
 
-    with emulated_board("qemu-m4", "fw.elf") as board:
+    with QemuBoard("qemu-m4", "fw.elf") as board:
         link = serial.serial_for_url(board.url, timeout=5)   # socket://127.0.0.1:PORT
         ...
 
 The target's ``[emulator] engine`` says which emulator runs it: ``qemu`` (the default; :class:`QemuBoard`)
-or ``simavr`` (:class:`treegen.device.simavr.SimavrBoard`, the AVR boards). Both listen on a free port of
+or ``simavr`` (:class:`treegen.device.simavr.SimavrBoard`, the AVR boards);
+:func:`treegen.device.emulated.emulated_board` picks the one. Both listen on a free port of
 127.0.0.1 and hold the boot until a client connects (no early output is lost), so the caller must
 connect promptly; pyserial's ``serial_for_url`` reaches it exactly like a real ``/dev/ttyACM0``.
 
@@ -222,17 +223,3 @@ class QemuBoard(EmulatorBoard):
                 "-chardev", f"socket,id=u0,host={self.host},port={port},server=on,wait=on,nodelay=on",
                 *serial_args(emu)]
 
-
-#: the emulators treegen runs, by ``[emulator] engine``
-ENGINES = ("qemu", "simavr")
-
-
-def emulated_board(target, elf, **kwargs) -> EmulatorBoard:
-    """The board object (not started) that runs ``elf`` on the emulated ``target`` with the emulator its
-    ``[emulator] engine`` names: QEMU, or simavr for the AVR boards."""
-    tgt = target if isinstance(target, targets_mod.Target) else targets_mod.get(str(target))
-    if tgt.emulator.get("engine", "qemu") == "simavr":
-        from treegen.device.simavr import SimavrBoard
-
-        return SimavrBoard(tgt, elf, **kwargs)
-    return QemuBoard(tgt, elf, **kwargs)

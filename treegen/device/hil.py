@@ -10,7 +10,7 @@ The device is one of
   process serving a pseudo-terminal (:class:`treegen.device.firmware.NativeDevice`);
 - an emulated board (``qemu-m3``, ``qemu-m4``, ``qemu-m7``): an offline PlatformIO build
   (:mod:`treegen.device.platformio`) run by its emulator (QEMU; simavr for the AVR boards) with its UART
-  on a local TCP socket (:func:`treegen.device.emulator.emulated_board`);
+  on a local TCP socket (:func:`treegen.device.emulated.emulated_board`);
 - a real board (``kind = "board"``): needs ``port`` (``/dev/ttyACM0``, ``COM5`` ...) and must have
   been flashed with ``treegen flash`` beforehand;
 - or, for any target, a device that is already running at ``port`` (any pyserial URL or path,
@@ -444,7 +444,7 @@ def open_device(target, *, firmware: Firmware | None = None, port: str | None = 
                 proc.stop(check=False)
         return
     if tgt.kind == "emulated":
-        from treegen.device.emulator import emulated_board
+        from treegen.device.emulated import emulated_board
 
         board = emulated_board(tgt, firmware.path)
         board.start()

@@ -11,7 +11,7 @@ flags>/``); a missing library is one line naming the Debian packages.
 
 ::
 
-    with SimavrBoard("simavr-uno", "firmware.elf") as board:      # or emulated_board(...)
+    with SimavrBoard("simavr-uno", "firmware.elf") as board:      # or device.emulated.emulated_board
         client = DeviceClient.open(board.url)
 """
 

@@ -137,7 +137,7 @@ def start_device(target: tg_targets.Target, fw, port: str | None):
             proc.kill()
             proc.stop(check=False)
         return
-    from treegen.device.emulator import emulated_board
+    from treegen.device.emulated import emulated_board
 
     board = emulated_board(target, fw.path)
     error = None
