@@ -212,7 +212,7 @@ def cmd_tune(args) -> int:
         print(f"HIL on {result['target']}: FAIL: {c['error']}", file=out)
         return 1
     if c is not None:
-        unit = "instructions" if c["instructions"] is not None else c["counter_unit"]
+        unit = c["counter_unit"] or "instructions"       # instructions (QEMU -icount), cycles (simavr), ns
         print(f"HIL on {result['target']}: {'PASS' if c['ok'] else 'FAIL'}: {c['rows']} rows, {c['mismatches']} "
               f"mismatches, device accuracy {100 * (c['device_accuracy'] or 0):.2f} %, model {c['flash_bytes']} B "
               f"flash / {c['ram_bytes']} B RAM (image {_fmt(c['image_flash_bytes'])} B), "

@@ -18,10 +18,12 @@ def plot_tune(result: dict, path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     clock = result.get("clock_hz")
     host = result["target"] == "native"
+    # what BENCH counted: instructions (QEMU -icount), CPU cycles (simavr, boards); either one per clock
+    counted = "CPU cycles" if {p.get("counter_unit") for p in points} - {None} == {"cycles"} else "instructions"
     panels = (("flash_bytes", "flash of the model (bytes" + (", compiled object)" if host else ", linked image)"),
                "max_flash"),
               ("latency_us", "latency per inference (µs, " + ("host wall clock)" if host or not clock else
-                                                             f"instructions at {clock / 1e6:g} MHz)"),
+                                                             f"{counted} at {clock / 1e6:g} MHz)"),
                "max_latency_us"))
     for ax, (field, label, limit) in zip(axes, panels):
         xs = [p[field] for p in points]
