@@ -76,7 +76,8 @@ def main() -> int:
           f"Commit `{commit()}`, simavr 1.6 (Debian libsimavr 1.6+dfsg), avr-gcc 5.4 / avr-libc 2.0; command: "
           "`nice -n 10 python bench/uno_simavr_acceptance.py`. Each model and layout ran twice on a fresh "
           "simavr-uno; BENCH is CPU cycles at 16 MHz (2000 calls per timed row).", "",
-          "| data | model | layout | rows | mismatches (run 1, 2) | cycles / inference (run 1, 2) | BENCH totals identical | flash / RAM |",
+          "| data | model | layout | rows | mismatches (run 1, 2) | cycles / inference (run 1, 2) "
+          "| BENCH totals identical | flash / RAM |",
           "|---|---|---|---:|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['dataset']} | {r['algo']} | {r['layout']} | {r['rows']} | {r['mismatches'][0]}, "

@@ -111,7 +111,8 @@ def test_qemu_uno_is_retired_with_a_reason(capsys, tmp_path):
     X, y = _two_features()
     path = tmp_path / "m.json"
     save(CARTClassifier(max_depth=2).fit(X, y).model_, path)
-    line = assert_user_error(capsys, ["build", path, "--target", "qemu-uno", "-o", tmp_path / "b"], "qemu-uno was removed")
+    line = assert_user_error(capsys, ["build", path, "--target", "qemu-uno", "-o", tmp_path / "b"],
+                             "qemu-uno was removed")
     assert "__mulhisi3" in line and "simavr-uno" in line
 
 
@@ -131,7 +132,8 @@ def test_missing_libsimavr_is_one_line_naming_the_packages(capsys, tmp_path, mon
 def test_unloadable_elf_is_reported(tmp_path):
     bad = tmp_path / "bad.elf"
     bad.write_bytes(b"not an elf")
-    with pytest.raises(TreegenError, match=r"simavr \(atmega328p\) exited early with status 2: .*cannot read the AVR ELF"):
+    expected = r"simavr \(atmega328p\) exited early with status 2: .*cannot read the AVR ELF"
+    with pytest.raises(TreegenError, match=expected):
         emulated_board(TARGET, bad).start()
 
 
@@ -142,3 +144,15 @@ def test_program_serves_one_client_then_the_next(firmware, oblique):
             with DeviceClient.open(board.url, timeout=10) as client:
                 assert client.info().model_hash == oblique[32][0].hash()
         assert board.poll() is None
+
+
+def test_training_on_the_uno_is_refused_in_one_line(capsys, tmp_path):
+    """hil --train and fit --engine device on simavr-uno: the engine does not fit the AVR (one line)."""
+    X, y = _two_features()
+    path, csv = tmp_path / "m.json", tmp_path / "d.csv"
+    save(CARTClassifier(max_depth=2).fit(X, y).model_, path)
+    np.savetxt(csv, np.column_stack([X, y]), delimiter=",", fmt=["%.6f", "%.6f", "%d"])
+    assert_user_error(capsys, ["hil", path, "--target", TARGET, "--train", "--data", csv, "--no-header",
+                               "-o", tmp_path / "b"], "on-device training is not available on simavr-uno")
+    assert_user_error(capsys, ["fit", csv, "--algo", "efti", "--no-header", "--engine", "device", "--target", TARGET,
+                               "-o", tmp_path / "f.json"], "on-device training is not available on simavr-uno")

@@ -32,7 +32,8 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("flash", help="upload the firmware to a board, or run it in its emulator (QEMU, simavr) for an emulated target")
+    p = sub.add_parser("flash", help="upload the firmware to a board, or run it in its emulator (QEMU, simavr) "
+                                     "for an emulated target")
     _add_firmware_options(p)
     p.add_argument("--port", metavar="P",
                    help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")

@@ -202,6 +202,13 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     flash beside them, with the Phi table: it needs ``flash_data`` (at most 65535 rows).
     """
     tgt = _target(target)
+    if tgt.progmem:
+        # measured on arduino_uno (30 rows x 4 attributes, depth 3): the engine's const tables (the 4 KiB
+        # exp table) and flash rows land in RAM (.data) as on every AVR without PROGMEM, and its statics
+        # alone are 2 KiB: the generated engine reads neither through pgm_read_*
+        raise TreegenError(f"on-device training is not available on {tgt.name}: the training engine does not "
+                           f"place its tables and rows in program memory (AVR), and {tgt.ram_kb} KiB RAM does not "
+                           "hold them; train on the host (fit --engine native) and run the model there")
     params = (params or EFTIParams()).validate()
     if params.node_features:
         raise TreegenError("the device EFTI engine has no attribute sampling per node (node_features / "
