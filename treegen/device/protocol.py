@@ -439,8 +439,8 @@ class DeviceClient:
         self.timeout = float(timeout)
         self.name = name or str(getattr(port, "port", None) or getattr(port, "name", None) or "device")
         self.max_payload_hint = max_payload     # flush size before INFO is known (default: 65535)
-        #: a flush waits for this much silence (the target's ``[emulator] drain_quiet`` where its UART is
-        #: slow: qemu-uno takes up to ~1 ms per input byte)
+        #: a flush waits for this much silence (the target's ``[emulator] drain_quiet`` where an emulated
+        #: UART takes input slowly)
         self.drain_quiet = DRAIN_QUIET
         self._seq = 0
         self._info: DeviceInfo | None = None

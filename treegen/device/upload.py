@@ -87,7 +87,7 @@ def check_avrdude(target) -> None:
     """Raise a one-line :class:`TreegenError` when avrdude is not installed."""
     if shutil.which("avrdude") is None:
         raise TreegenError(f"avrdude not found: install it (Debian package avrdude) to upload to {_target(target).name}, "
-                           "or run the same image in QEMU (--target qemu-uno)")
+                           "or run the same image on simavr (--target simavr-uno)")
 
 
 def _require_pyocd():

@@ -86,10 +86,11 @@ class RunningDevice:
         proc = self.process
         if proc is not None and hasattr(proc, "stderr") and callable(proc.stderr):
             rc = proc.poll()
-            lines.append(f"QEMU {'running' if rc is None else f'exited with status {rc}'}; command: "
+            name = getattr(proc, "label", "emulator")
+            lines.append(f"{name} {'running' if rc is None else f'exited with status {rc}'}; command: "
                          f"{' '.join(proc.command)}")
             err = proc.stderr().strip()
-            lines.append(f"QEMU stderr: {err or '(empty)'}")
+            lines.append(f"{name} stderr: {err or '(empty)'}")
         elif proc is not None:
             lines.append(f"native harness {'running' if proc.returncode is None else f'exited with status {proc.returncode}'}"
                          f"; log: {proc.log_path}")
