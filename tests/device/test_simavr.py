@@ -8,6 +8,8 @@
 - BENCH counts CPU cycles (unit 1) and repeats exactly: the same totals on a fresh emulator, and
   whatever the host waits between requests (input enters the simulation only at fixed simulated
   instants).
+- On-device training (hil --train, fit --engine device) on 30 rows x 2 attributes: identical to the
+  host, the same cycles per iteration in two runs; the vicinal risk (rows in flash) refused.
 - Bad input: the retired qemu-uno, libsimavr missing, an ELF simavr cannot load: one line each.
 
 The soft-voting forest (PREDICT, PROBA, float entry) and protocol robustness on simavr-uno are in
@@ -16,11 +18,14 @@ test_silicon_targets.py. FAILS (never skips) when avr-gcc or libsimavr is missin
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_user_error, load_shared
+from conftest import assert_user_error, load_shared, run_cli
 from pio_projects import require_tools
 
 from treegen import CARTClassifier, EFTIClassifier
@@ -146,13 +151,45 @@ def test_program_serves_one_client_then_the_next(firmware, oblique):
         assert board.poll() is None
 
 
-def test_training_on_the_uno_is_refused_in_one_line(capsys, tmp_path):
-    """hil --train and fit --engine device on simavr-uno: the engine does not fit the AVR (one line)."""
-    X, y = _two_features()
-    path, csv = tmp_path / "m.json", tmp_path / "d.csv"
-    save(CARTClassifier(max_depth=2).fit(X, y).model_, path)
-    np.savetxt(csv, np.column_stack([X, y]), delimiter=",", fmt=["%.6f", "%.6f", "%d"])
-    assert_user_error(capsys, ["hil", path, "--target", TARGET, "--train", "--data", csv, "--no-header",
-                               "-o", tmp_path / "b"], "on-device training is not available on simavr-uno")
-    assert_user_error(capsys, ["fit", csv, "--algo", "efti", "--no-header", "--engine", "device", "--target", TARGET,
-                               "-o", tmp_path / "f.json"], "on-device training is not available on simavr-uno")
+def _small_training_csv(tmp_path) -> Path:
+    """30 rows x 2 attributes (every 5th irs row, petal length and width): what a 2 KiB Uno trains on."""
+    X, y = load_shared("irs")
+    classes, yi = np.unique(y, return_inverse=True)
+    path = tmp_path / "irs30x2.csv"
+    np.savetxt(path, np.column_stack([X[::5, 2:4], yi[::5]]), delimiter=",", fmt="%d", header="a2,a3,class",
+               comments="")
+    return path
+
+
+def test_training_on_the_uno_identical_to_the_host(capsys, tmp_path):
+    """hil --train on simavr-uno: the engine's exp table in program memory, the rows in the RAM buffer
+    (TRAIN_DATA), depth lowered to what 2 KiB holds: tree, integer fitness and PREDICT_TRAINED identical
+    to the host; the same cycles per iteration in a second run; fit --engine device writes that tree."""
+    csv = _small_training_csv(tmp_path)
+    model = tmp_path / "m.json"
+    code, out, err = run_cli(capsys, ["fit", csv, "--algo", "efti", "--seed", "1", "-o", model, "-q"])
+    assert code == 0, err
+    speeds = []
+    for run in range(2):
+        code, out, err = run_cli(capsys, ["hil", model, "--target", TARGET, "--train", "--data", csv, "--iters", 400,
+                                          "-o", tmp_path / "fw", "--json", tmp_path / f"r{run}.json", "-q"])
+        assert code == 0, out + err
+        rep = json.loads((tmp_path / f"r{run}.json").read_text())
+        t = rep["train"]
+        assert rep["ok"] and t["identical"] and t["tree_equal_host"] and rep["predict_trained"]["identical"]
+        assert t["source"] == "ram" and t["engine"]["max_depth"] == 2 and t["counter_unit"] == "cycles"
+        speeds.append((t["counter_total"], t["init_counter"]))
+        ram = re.search(r"board memory    RAM (\d+) of 2048 bytes", out)
+        assert "rows in RAM" in out and ram and 1024 < int(ram.group(1)) <= 2048 - 512    # the stack's 512 left
+    assert speeds[0] == speeds[1]
+    code, out, err = run_cli(capsys, ["fit", csv, "--algo", "efti", "--seed", "1", "--max-iter", "300", "--max-depth",
+                                      "2", "--engine", "device", "--target", TARGET, "-o", tmp_path / "d.json", "-q"])
+    assert code == 0, err
+
+
+def test_vicinal_training_on_the_uno_is_refused_in_one_line(capsys, tmp_path):
+    csv = _small_training_csv(tmp_path)
+    model = tmp_path / "m.json"
+    assert run_cli(capsys, ["fit", csv, "--algo", "cart", "--max-depth", "2", "-o", model, "-q"])[0] == 0
+    assert_user_error(capsys, ["hil", model, "--target", TARGET, "--train", "--risk", "vicinal", "--data", csv,
+                               "-o", tmp_path / "b"], "vicinal-risk training on the device needs the rows in flash")

@@ -196,7 +196,7 @@ def cmd_hil_train(args, model, target, ds, out) -> int:
             print(f"firmware        {fw.path}  (built in {fw.build_seconds:.1f} s{sizes})")
             s = fw.spec
             params = s.params
-            source = "flash"
+            source = "flash" if s.flash_rows else "ram"      # AVR: rows in the RAM buffer (TRAIN_DATA)
             print(f"engine          {s.max_rows} rows x {s.n_attr} attributes, up to {s.n_classes} classes, "
                   f"{mode_name(s)}, {s.variant} dot product{', vicinal risk' if s.vicinal else ''}")
             if s.max_depth != params_from_model(model).max_depth:

@@ -56,9 +56,10 @@ _RUNTIME_FIELDS = ("max_iter", "partial_reclassification")
 #: the linker scripts' stack reserve (templates/firmware/cortexm.ld TG_STACK_SIZE)
 STACK_RESERVE = 4096
 #: RAM of the C runtime besides the harness (newlib-nano impure data, Arduino core); estimates
-RUNTIME_RAM = {"cmsdk_uart": 512, "native_pty": 0, "arduino": 2048}
-#: static RAM of the port files (templates/firmware/tg_port_<kind>.c): receive buffers
-PORT_RAM = {"cmsdk_uart": 256 + 8, "native_pty": 4096 + 40, "arduino": 64}
+RUNTIME_RAM = {"cmsdk_uart": 512, "native_pty": 0, "arduino": 2048, "avr_usart": 0}
+#: static RAM of the port files (templates/firmware/tg_port_<kind>.c): receive buffers (avr_usart: the
+#: 64-byte ring and the counter's state, 82 bytes linked)
+PORT_RAM = {"cmsdk_uart": 256 + 8, "native_pty": 4096 + 40, "arduino": 64, "avr_usart": 96}
 #: TREE_GET node record: i16 left, i16 right, u8 class, i64 threshold, then n_attr i16 weights
 NODE_RECORD_FIXED = 13
 TRAIN_DATA_HEADER = 10
@@ -202,13 +203,6 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     flash beside them, with the Phi table: it needs ``flash_data`` (at most 65535 rows).
     """
     tgt = _target(target)
-    if tgt.progmem:
-        # measured on arduino_uno (30 rows x 4 attributes, depth 3): the engine's const tables (the 4 KiB
-        # exp table) and flash rows land in RAM (.data) as on every AVR without PROGMEM, and its statics
-        # alone are 2 KiB: the generated engine reads neither through pgm_read_*
-        raise TreegenError(f"on-device training is not available on {tgt.name}: the training engine does not "
-                           f"place its tables and rows in program memory (AVR), and {tgt.ram_kb} KiB RAM does not "
-                           "hold them; train on the host (fit --engine native) and run the model there")
     params = (params or EFTIParams()).validate()
     if params.node_features:
         raise TreegenError("the device EFTI engine has no attribute sampling per node (node_features / "
@@ -217,6 +211,19 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     fc = 0
     if flash_data is not None:
         fx, fy, fc = _flash_data(flash_data)
+    if fx is not None and tgt.progmem:
+        # AVR: a const array is copied to RAM at start-up and the engine reads rows through plain
+        # pointers, so "rows in flash" would be rows in RAM twice over: they go to the RAM buffer
+        # (TRAIN_DATA) instead; the engine's exp table is in program memory (TG_EFTI_EXP_TABLE)
+        if risk == "vicinal":
+            raise TreegenError(f"vicinal-risk training on the device needs the rows in flash, which {tgt.name} "
+                               "(AVR) does not hold them in: use the empirical risk there")
+        max_rows = max(int(max_rows or 0), fx.shape[0])
+        n_attr, n_classes = max(int(n_attr or 0), fx.shape[1]), max(int(n_classes or 0), fc)
+        buffer_rows = max_rows if buffer_rows is None else buffer_rows
+        fx = fy = None
+        fc = 0
+        flash_source = ""
     explicit_rows = max_rows is not None
     rows = max(int(max_rows or 0), 0 if fx is None else fx.shape[0])
     attr = max(int(n_attr or 0), 0 if fx is None else fx.shape[1])
@@ -320,23 +327,32 @@ def estimate_ram(spec: TrainSpec, target, *, max_payload: int, n_features: int =
     statics (parser and transmit buffer of ``max_payload``, port buffers), C runtime allowance and
     the stack reserve (at least the linker script's, and what the engine's deepest call needs)."""
     tgt = _target(target)
-    ptr = 8 if tgt.kind == "host" else 4
+    ptr = pointer_bytes(tgt)
     kind = tgt.extra.get("uart") or ""
     engine = engine_static_bytes(spec.sizes(), ptr)
     train = train_static_bytes(spec, ptr) - engine
     harness = (max_payload + 16) + (max_payload + 8) + 2 * n_features + 64 + PORT_RAM.get(kind, 256)
     runtime = RUNTIME_RAM.get(kind, 1024)
-    stack = max(tgt.stack_bytes if tgt.kind != "host" else STACK_RESERVE, stack_need(spec))
+    stack = max(tgt.stack_bytes if tgt.kind != "host" else STACK_RESERVE, stack_need(spec, ptr))
     total = engine + train + harness + runtime + stack
     return {"engine": engine, "train_buffers": train, "harness": harness, "runtime": runtime, "stack": stack,
             "total": total, "ram_bytes": tgt.ram_bytes, "partial": spec.partial}
 
 
-def stack_need(spec: TrainSpec) -> int:
+def pointer_bytes(target) -> int:
+    """A data pointer's size on ``target``: 8 on the host, 2 on AVR, else 4."""
+    tgt = _target(target)
+    return 8 if tgt.kind == "host" else 2 if tgt.core.startswith("avr") else 4
+
+
+def stack_need(spec: TrainSpec, ptr_bytes: int = 4) -> int:
     """Stack the training firmware's deepest call needs (an allowance: harness frames + the engine's
-    per-node and per-level locals)."""
+    per-node and per-level locals). With 2-byte pointers (AVR) half of it: frames hold 16-bit
+    addresses and saved registers, and the harness's frames are smaller (on simavr-uno depth 2 ran
+    with 363 bytes left for the stack, tree and fitness identical to the host)."""
     vicinal = 8 * (spec.max_depth + 2) + 64 if spec.vicinal else 0     # vic_hits' mass stack
-    return 1024 + 2 * spec.sizes()["max_nodes"] + 64 * (spec.max_depth + 2) + vicinal
+    need = 1024 + 2 * spec.sizes()["max_nodes"] + 64 * (spec.max_depth + 2) + vicinal
+    return need // 2 if ptr_bytes == 2 else need
 
 
 def _kib(n: int) -> int:

@@ -65,7 +65,7 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
                 out = Path(build_dir) if build_dir is not None else Path(tmp) / "firmware"
                 say(f"building the training firmware for {tgt.name}")
                 fw = build_train_firmware(_stump(Xq, y), tgt, out, spec)
-                source = "flash"
+                source = "flash" if fw.spec.flash_rows else "ram"      # AVR: rows in the RAM buffer
                 say(f"engine: {tf.mode_name(fw.spec)}"
                     + ("" if fw.ram_bytes is None else f"; RAM {fw.ram_bytes} of {tgt.ram_bytes} bytes, "
                        f"flash {fw.flash_bytes} of {tgt.flash_bytes} bytes"))
@@ -85,9 +85,9 @@ def device_inducer(target, *, port: str | None = None, timeout: float = 30.0, bu
                     elif vicinal:
                         raise TreegenError(f"{tc.name}: vicinal-risk training on the device needs these rows in "
                                            f"its flash (treegen flash ... --train --risk vicinal --data CSV)")
-                    else:
-                        say(f"streaming {n} rows x {A} attributes to {tc.name}")
-                        tc.send_data(Xq, y, C)
+                if source == "ram":
+                    say(f"streaming {n} rows x {A} attributes to {tc.name}")
+                    tc.send_data(Xq, y, C)
                 say(f"training on {tc.name}: seed {seed}, {params.max_iter} iterations (rows in {source})")
                 res = tc.train(seed, params.max_iter, n, source=source)
                 tree = device_tree(tc.tree(C), X01, y)
