@@ -192,7 +192,8 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     ``max_rows`` / ``n_attr`` / ``n_classes``: the largest data set one run takes (rows, attributes,
     classes; fitness tables are generated for every class count 2..n_classes). ``flash_data``:
     ``(X_q15 int array (n, A), y class indices, n_classes)`` compiled into flash (TRAIN source 1);
-    the limits grow to hold it. ``buffer_rows``: rows of the RAM buffer for TRAIN_DATA (default:
+    the limits grow to hold it; on ``progmem`` targets (AVR) without ``buffer_rows`` they size a RAM
+    buffer instead (the harness streams them). ``buffer_rows``: rows of the RAM buffer for TRAIN_DATA (default:
     ``max_rows``, or 0 when flash data are given and ``max_rows`` is not). ``partial``: compile
     partial reclassification in (None: when RAM allows, see :func:`check_ram`). ``dsp``: ``auto``
     (``mve`` on targets with Helium, else ``dsp`` with the DSP extension, else ``scalar``), ``scalar``,
@@ -211,10 +212,11 @@ def make_train_spec(target, params: EFTIParams | None = None, *, max_rows: int |
     fc = 0
     if flash_data is not None:
         fx, fy, fc = _flash_data(flash_data)
-    if fx is not None and tgt.progmem:
+    if fx is not None and tgt.progmem and buffer_rows is None:
         # AVR: a const array is copied to RAM at start-up and the engine reads rows through plain
-        # pointers, so "rows in flash" would be rows in RAM twice over: they go to the RAM buffer
-        # (TRAIN_DATA) instead; the engine's exp table is in program memory (TG_EFTI_EXP_TABLE)
+        # pointers, so "rows in flash" would be rows in RAM twice over: the harness takes them into its
+        # RAM buffer (TRAIN_DATA) instead; the engine's exp table is in program memory (TG_EFTI_EXP_TABLE).
+        # (An exported library, buffer_rows given, keeps its data as the caller asked.)
         if risk == "vicinal":
             raise TreegenError(f"vicinal-risk training on the device needs the rows in flash, which {tgt.name} "
                                "(AVR) does not hold them in: use the empirical risk there")
