@@ -17,7 +17,7 @@ from treegen.emit import plot
 def models(tmp_path_factory):
     from sklearn.ensemble import RandomForestClassifier
 
-    from treegen.emit.importers.sklearn import from_sklearn
+    from treegen.importers.sklearn import from_sklearn
 
     d = tmp_path_factory.mktemp("plot")
     X, y = load_shared("irs")

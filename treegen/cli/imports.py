@@ -31,7 +31,7 @@ def register(sub) -> None:
 def cmd_import(args) -> int:
     from treegen.core.data import load_csv
     from treegen.core.model import save
-    from treegen.emit.importers.files import import_model
+    from treegen.importers.files import import_model
 
     X = None
     if args.data is not None:
