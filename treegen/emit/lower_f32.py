@@ -24,7 +24,7 @@ import numpy as np
 from treegen.core.codegen import f32_literal
 from treegen.core.scaling import Q15_MAX
 from treegen.core.float32 import f32_below_above, grid_matches_raw, q15_of_raw
-from treegen.core.tree import LEAF, Tree
+from treegen.core.tree import LEAF
 
 
 # float32 values are searched through their *ordinals*: ..., -FLT_MAX, ..., -0 == +0 == 0, ...,
