@@ -34,6 +34,8 @@ from treegen.core import targets
 from treegen.device import platformio as tpio
 from treegen.device import upload as up
 
+pytestmark = pytest.mark.slow          # about 30 offline PlatformIO builds
+
 #: one marker file name per session: other sessions' leftovers never count
 MARK = f"PWNED_{uuid.uuid4().hex[:8]}"
 WORST = f'x y";touch {MARK};echo "'
