@@ -67,7 +67,8 @@ def cmd_plot(args) -> int:
     elif args.kind in ("partition", "confusion"):
         model = load(args.inputs[0])
         ds = load_for_model(args.inputs[1], model.n_features, label=args.label,
-                            feature_names=model_names(args, model), **csv_options(args))
+                            feature_names=model_names(args, model), **csv_options(args),
+                            missing=model.handles_missing)
         labels = ds.labels if ds.labels.shape[0] else None
         if args.kind == "partition":
             features = None
