@@ -518,10 +518,18 @@ def _label(model: Model, index) -> object:
 
 
 # ---------------------------------------------------------------------- the run
+def _model_summary(model: Model) -> dict:
+    """What the report names the model by: its algorithm and size (the hash identifies it)."""
+    leaves = sum(t.n_leaves for t in model.trees)
+    size = f"{leaves} leaves" if len(model.trees) == 1 else f"{len(model.trees)} trees, {leaves} leaves"
+    return {"algorithm": str((model.metadata or {}).get("algorithm") or "model"), "size": size}
+
+
 def _new_report(model: Model, tgt: _targets.Target, port: str | None) -> dict:
     return {
         "format": REPORT_FORMAT, "treegen_version": __version__, "ok": False, "error": None,
         "target": tgt.name, "target_kind": tgt.kind, "port": port, "model_hash": model.hash(),
+        "model_summary": _model_summary(model),
         "layout": None, "variant": None, "rows": 0, "mismatches": None, "mismatch_rows": [],
         "float_agreement": None, "float_entry": None, "float32": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
         "counter_unit": None, "bench": None, "flash_bytes": None, "ram_bytes": None, "device": None,
