@@ -35,7 +35,7 @@ def cmd_import(args) -> int:
 
     X = None
     if args.data is not None:
-        X = load_csv(args.data, label=args.label).X
+        X = load_csv(args.data, label=args.label, missing=True).X   # the libraries route NaN
     model = import_model(args.source, trust_pickle=args.trust_pickle, X=X)
     if args.output == STDOUT:
         write_text(STDOUT, model.to_json() + "\n", "model file")
