@@ -122,7 +122,7 @@ class _ONNX(_Shift):
     f32 = True
 
     def __init__(self, est, z, ens):
-        from treegen.emit.importers.onnx_ml import onnx_tree_node
+        from treegen.importers.onnx_ml import onnx_tree_node
         self.est, self.z = est, z
         self.e = copy.copy(est)
         self.e.onnx_model = copy.deepcopy(est.onnx_model)

@@ -166,7 +166,7 @@ class OnnxOf:
         import onnx
         import onnxruntime as ort
 
-        from treegen.emit.importers.onnx_ml import onnx_tree_node
+        from treegen.importers.onnx_ml import onnx_tree_node
         m = onnx.ModelProto()
         m.CopyFrom(self.onnx_model)
         if raw:
@@ -225,12 +225,12 @@ def families(task: str, trees: int):
 
 def importer(est):
     from treegen.importers import from_lightgbm, from_sklearn, from_xgboost
-    from treegen.emit.importers.lightgbm_text import parse_lightgbm
-    from treegen.emit.importers.sklearn_values import parse_sklearn_values
-    from treegen.emit.importers.xgboost_json import parse_xgboost
+    from treegen.importers.lightgbm_text import parse_lightgbm
+    from treegen.importers.sklearn_values import parse_sklearn_values
+    from treegen.importers.xgboost_json import parse_xgboost
 
     if isinstance(est, OnnxOf):
-        from treegen.emit.importers.onnx_ml import from_onnx, parse_onnx
+        from treegen.importers.onnx_ml import from_onnx, parse_onnx
         return (lambda e, X=None: from_onnx(e.onnx_model, X=X)), (lambda e: parse_onnx(e.onnx_model))
     mod = type(est).__module__.split(".")[0]
     if mod == "xgboost":
@@ -261,7 +261,7 @@ def library_raw(est, Z: np.ndarray) -> np.ndarray:
 def row_sets(ens, X_train, X_test, n_random: int, ulps: int = 64) -> dict:
     rng = np.random.default_rng(1)
     R = rng.uniform(X_train.min(axis=0), X_train.max(axis=0), size=(n_random, X_train.shape[1]))
-    from treegen.emit.importers.ensemble import le_threshold
+    from treegen.importers.ensemble import le_threshold
     from treegen.emit.lower_f32 import f32_of_ordinals, f32_ordinals
     blocks = []
     pts = [(f, t) for f, t in ens.split_points() if abs(t) < F32_MAX]

@@ -98,7 +98,7 @@ def load_dataset(name: str):
 def threshold_rows(clf, X: np.ndarray, integer: bool, base_rows: int, seed: int = 0) -> np.ndarray:
     """For each split, base_rows training rows with the split feature on either side of the threshold."""
     from treegen.core.tree import LEAF
-    from treegen.emit.importers.sklearn import f32_split
+    from treegen.importers.sklearn import f32_split
 
     rng = np.random.default_rng(seed)
     st = clf.tree_
@@ -227,7 +227,7 @@ def main(argv=None) -> int:
     from importlib.metadata import version
 
     from treegen.core.version import __version__ as treegen_version
-    from treegen.emit.importers.sklearn import from_sklearn
+    from treegen.importers.sklearn import from_sklearn
 
     command = "python bench/codegen_vs_peers.py " + " ".join(
         a.replace(str(REPO) + "/", "") for a in (argv if argv is not None else sys.argv[1:]))

@@ -77,7 +77,7 @@ def fit_fold(name: str, X: np.ndarray, y: np.ndarray, tr: np.ndarray, seed: int,
     from sklearn.ensemble import RandomForestClassifier
 
     from treegen import RFClassifier
-    from treegen.emit.importers.sklearn import from_sklearn
+    from treegen.importers.sklearn import from_sklearn
 
     values, counts = np.unique(y[tr], return_counts=True)
     out = {"seed": seed, "majority": float(np.mean(y[~tr] == values[counts.argmax()]))}

@@ -12,7 +12,7 @@ its output lines:
   ``treegen hil MODEL --target qemu-hifive1 --data D --json R``: PREDICT on every row == the Python
   fixed-point model (mismatches), BENCH instructions per inference (minstret under -icount);
 - a soft-voting forest: scikit-learn ``RandomForestClassifier(n_estimators=10, max_depth=6,
-  random_state=1)`` on the forest dataset, imported (``treegen.emit.importers.sklearn.from_sklearn``,
+  random_state=1)`` on the forest dataset, imported (``treegen.importers.sklearn.from_sklearn``,
   soft vote), then the same ``hil`` (PREDICT and PROBA);
 - ``treegen hil EFTI_MODEL --target qemu-hifive1 --data D --train --json R`` per training dataset:
   on-device EFTI (2000 iterations, seed 0) identical to the host engine.
@@ -65,7 +65,7 @@ def _forest(data: Path, out: Path) -> None:
 
     from treegen.core.data import load_csv
     from treegen.core.model import save
-    from treegen.emit.importers.sklearn import from_sklearn
+    from treegen.importers.sklearn import from_sklearn
 
     ds = load_csv(data)
     rf = RandomForestClassifier(n_estimators=10, max_depth=6, random_state=1).fit(ds.X, ds.labels.astype(int))

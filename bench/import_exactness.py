@@ -259,7 +259,7 @@ def main(argv=None) -> int:
         return 2
     from importlib.metadata import version
 
-    from treegen.emit.importers.sklearn import from_sklearn
+    from treegen.importers.sklearn import from_sklearn
 
     command = "python bench/import_exactness.py " + " ".join(
         a.replace(str(REPO) + "/", "") for a in (argv if argv is not None else sys.argv[1:]))

@@ -95,7 +95,7 @@ def forest_case() -> Case:
     from sklearn.datasets import load_wine
     from sklearn.ensemble import RandomForestClassifier
 
-    from treegen.emit.importers import from_sklearn
+    from treegen.importers import from_sklearn
 
     X, y = load_wine(return_X_y=True)
     rf = RandomForestClassifier(n_estimators=8, min_samples_leaf=3, random_state=0).fit(X, y)

@@ -1,5 +1,6 @@
 """The package's architecture, checked from its source: imports only go down the layers
-core <- learn, emit (peers) <- device <- cli, hil (peers: the command line and the pytest plugin),
+core <- learn, importers, emit (peers: two ways a model comes into being, and what it becomes) <- device
+<- cli, hil (peers: the command line and the pytest plugin),
 with no cycle anywhere and nothing outside ``treegen/cli/`` importing ``treegen.cli``.
 Function-level (lazy) imports count too."""
 
@@ -16,12 +17,13 @@ PKG = Path(__file__).resolve().parents[1] / "treegen"
 ALLOWED = {
     "core": {"core"},
     "learn": {"core", "learn"},
+    "importers": {"core", "importers"},
     "emit": {"core", "emit"},
-    "device": {"core", "learn", "emit", "device"},
-    "cli": {"core", "learn", "emit", "device", "cli"},
-    "hil": {"core", "learn", "emit", "device", "hil"},      # the pytest plugin and its bundled checks
-    # the public facade (treegen/__init__.py, treegen/importers/): re-exports for users
-    "api": {"core", "learn", "emit"},
+    "device": {"core", "learn", "importers", "emit", "device"},
+    "cli": {"core", "learn", "importers", "emit", "device", "cli"},
+    "hil": {"core", "learn", "importers", "emit", "device", "hil"},      # the pytest plugin and its bundled checks
+    # the public facade (treegen/__init__.py): re-exports for users
+    "api": {"core", "learn", "importers", "emit"},
     "entry": {"cli"},                        # treegen/__main__.py
 }
 
@@ -39,7 +41,7 @@ def all_modules() -> dict[str, Path]:
 
 def layer(mod: str) -> str:
     parts = mod.split(".")
-    if len(parts) > 1 and parts[1] in ("core", "learn", "emit", "device", "cli", "hil"):
+    if len(parts) > 1 and parts[1] in ("core", "learn", "importers", "emit", "device", "cli", "hil"):
         return parts[1]
     return "entry" if mod == "treegen.__main__" else "api"
 

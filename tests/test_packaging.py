@@ -65,6 +65,9 @@ def test_wheel_contains_the_whole_package(built_wheel):
     assert {"__init__.py", "core/resources.py", "core/tree.py", "core/model.py", "cli/__init__.py", "cli/main.py",
             "learn/inducers/__init__.py", "importers/sklearn.py"} <= in_wheel
     assert expected["treegen"] <= in_wheel, f"modules missing from the wheel: {sorted(expected['treegen'] - in_wheel)}"
+    # the quickstart's datasets ship inside the package (treegen dataset NAME -o FILE)
+    from treegen.core.samples import SAMPLES
+    assert {f"treegen/core/sample_data/{n}.csv.gz" for n in SAMPLES} <= names
 
 
 @pytest.mark.slow

@@ -52,7 +52,7 @@ _LAZY = {
     "plot_confusion": ("treegen.emit.plot", "plot_confusion"),
     "plot_cv": ("treegen.emit.plot", "plot_cv"),
     "plot_hil": ("treegen.emit.plot", "plot_hil"),
-    "from_sklearn": ("treegen.emit.importers.sklearn", "from_sklearn"),
+    "from_sklearn": ("treegen.importers.sklearn", "from_sklearn"),
 }
 
 __all__ = ["__version__", "TreegenError", *_LAZY]

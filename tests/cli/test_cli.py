@@ -260,7 +260,8 @@ def test_error_nan_inf_cell(tmp_path, fake_algos, capsys, value):
     rows = toy_rows()
     rows[2][0] = value
     data = write_csv(tmp_path / "bad.csv", ["a", "b", "class"], rows)
-    assert_user_error(capsys, ["fit", data, "--algo", "efti", "-o", tmp_path / "m.json"], "NaN or infinite")
+    assert_user_error(capsys, ["fit", data, "--algo", "efti", "-o", tmp_path / "m.json"],
+                      "is NaN (a missing value)" if value == "nan" else "NaN or infinite")
 
 
 def test_error_single_class(tmp_path, fake_algos, capsys):

@@ -12,7 +12,7 @@ lgb = pytest.importorskip("lightgbm")
 from sklearn.datasets import load_breast_cancer, load_diabetes  # noqa: E402
 
 from treegen.device import hil  # noqa: E402
-from treegen.emit.importers import from_lightgbm, from_xgboost  # noqa: E402
+from treegen.importers import from_lightgbm, from_xgboost  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -353,6 +353,22 @@ def test_client_stale_response_is_a_protocol_error_not_a_success():
         c.ping(b"new")
 
 
+def test_client_drops_the_late_answer_to_a_request_it_timed_out_on():
+    """A loaded host: the answer to PING seq k arrives after its timeout (and the flush), just before the
+    answer to PING seq k+1 (tune failed with 'response to PING (seq 3): wrong SEQ 2'). The client said
+    seq k timed out, so that frame is dropped; an answer with a SEQ it never gave up on stays an error."""
+    dev = FakeDevice(handler=lambda f: b"")
+    c = _client(dev, timeout=0.2)
+    with pytest.raises(DeviceTimeout):
+        c.ping(b"late")
+    late_seq = dev.requests[-1].seq
+    dev.handler = lambda f: encode_frame(0x81, late_seq, b"late") + encode_frame(0x81, f.seq, f.payload)
+    assert c.ping(b"now") == b"now"
+    dev.handler = lambda f: encode_frame(0x81, late_seq, b"late") + encode_frame(0x81, f.seq, f.payload)
+    with pytest.raises(ProtocolError, match=f"wrong SEQ {late_seq}"):   # dropped once, not forever
+        c.ping(b"again")
+
+
 def test_client_link_lost_on_read_and_write_errors():
     dev = FakeDevice(handler=lambda f: b"")
     dev.read_error = serial.SerialException("device reports readiness to read but returned no data")

@@ -21,6 +21,7 @@ qemu-system-riscv32), libsimavr or pyOCD is missing (scripts/setup.sh, the devic
 
 from __future__ import annotations
 
+import shlex
 import struct
 import time
 
@@ -294,7 +295,9 @@ def test_flash_dry_run_prints_the_avrdude_command(model_file, built, capsys):
     assert "(up to date)" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("upload"))
     elf = (project / ".pio" / "build" / "arduino_uno" / "firmware.elf").resolve()
-    assert line.split(None, 1)[1] == f"avrdude -p atmega328p -c arduino -P /dev/ttyUSB3 -b 115200 -D -U flash:w:{elf}:e"
+    # avrdude runs in the firmware's folder: the path is never a word of its -U memtype:op:file:format
+    assert line.split(None, 1)[1] == (f"cd {shlex.quote(str(elf.parent))} && avrdude -p atmega328p -c arduino "
+                                      "-P /dev/ttyUSB3 -b 115200 -D -U flash:w:firmware.elf:e")
 
 
 def test_flash_uno_without_avrdude_is_one_line_exit_2(model_file, tmp_path, capsys, monkeypatch):
@@ -313,7 +316,9 @@ def test_flash_dry_run_prints_the_pyocd_command(board, model_file, tmp_path, cap
     code, out, err = _cli(capsys, "flash", str(model_file), "--target", board, "-o", str(tmp_path / "p"), "--dry-run")
     assert code == 0, err
     line = next(ln for ln in out.splitlines() if ln.startswith("upload"))
-    assert f"pyocd flash --target {PARTS[board]} --format elf " in line and line.endswith("firmware.elf")
+    elf_dir = (tmp_path / "p" / ".pio" / "build" / board).resolve()
+    assert line.split(None, 1)[1] == (f"cd {shlex.quote(str(elf_dir))} && pyocd flash --target {PARTS[board]} "
+                                      "--format elf firmware.elf")
 
 
 def test_flash_without_a_probe_is_one_line_exit_2(model_file, tmp_path, capsys):
@@ -330,21 +335,23 @@ def test_flash_without_a_probe_is_one_line_exit_2(model_file, tmp_path, capsys):
 
 # ---------------------------------------------------------------------- treegen flash (OpenOCD: HiFive1)
 def test_flash_dry_run_prints_the_openocd_command(model_file, built, capsys):
-    """The HiFive1's uploader is OpenOCD with its FTDI board config; the ELF path is one Tcl word. The
-    project qemu-hifive1 ran is the hifive1 build of the same model: reused, not rebuilt."""
+    """The HiFive1's uploader is OpenOCD with its FTDI board config; it runs in the firmware's folder, so
+    the Tcl names the image firmware.elf, never the project path (OpenOCD's program evaluates it twice).
+    The project qemu-hifive1 ran is the hifive1 build of the same model: reused, not rebuilt."""
     project = built["qemu-hifive1"].project
     code, out, err = _cli(capsys, "flash", str(model_file), "--target", "hifive1", "-o", str(project), "--dry-run")
     assert code == 0, err
     assert "(up to date)" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("upload"))
     elf = (project / ".pio" / "build" / "hifive1" / "firmware.elf").resolve()
-    assert line.split(None, 1)[1] == f"openocd -f board/sifive-hifive1.cfg -c 'program {{{elf}}} verify reset exit'"
+    assert line.split(None, 1)[1] == (f"cd {shlex.quote(str(elf.parent))} && openocd -f board/sifive-hifive1.cfg "
+                                      "-c 'program firmware.elf verify reset exit'")
     # the image starts at the address the HiFive1's bootloader (and QEMU sifive_e) jumps to
     from treegen.device.image import loadable_segments
 
     assert loadable_segments(elf)[0][0] == 0x20400000
     board = (project / "offline" / "platforms" / "treegen-qemu" / "boards" / "hifive1.json").read_text()
-    assert '"program {$SOURCE} verify reset exit"' in board        # pio run -t upload: the same command
+    assert '"program $SOURCE verify reset exit"' in board          # pio run -t upload: relative to the project
 
 
 def test_flash_without_openocd_is_one_line_exit_2(model_file, tmp_path, capsys, monkeypatch):

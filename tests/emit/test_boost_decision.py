@@ -27,7 +27,7 @@ lgb = pytest.importorskip("lightgbm")
 from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
 from sklearn.ensemble import GradientBoostingClassifier  # noqa: E402
 
-from treegen.emit.importers import from_lightgbm, from_sklearn, from_xgboost  # noqa: E402
+from treegen.importers import from_lightgbm, from_sklearn, from_xgboost  # noqa: E402
 from treegen.emit.lower_boost import decision_q, lower_boost_q15, predict_class_q15, predict_raw_q15  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
@@ -149,7 +149,7 @@ def test_onnx_positive_weights_rule(tmp_path):
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper
 
-    from treegen.emit.importers import from_onnx
+    from treegen.importers import from_onnx
     attrs = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0],
                  nodes_values=[0.5, 0.0, 0.0], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
                  nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0], class_treeids=[0, 0],

@@ -19,12 +19,12 @@ xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
-from test_import_boosted import check_rows  # noqa: E402
+from boost_rows import check_rows  # noqa: E402
 
-from treegen.emit.importers import from_lightgbm, from_sklearn, from_xgboost  # noqa: E402
-from treegen.emit.importers.lightgbm_text import parse_lightgbm  # noqa: E402
-from treegen.emit.importers.sklearn_values import parse_sklearn_values  # noqa: E402
-from treegen.emit.importers.xgboost_json import parse_xgboost  # noqa: E402
+from treegen.importers import from_lightgbm, from_sklearn, from_xgboost  # noqa: E402
+from treegen.importers.lightgbm_text import parse_lightgbm  # noqa: E402
+from treegen.importers.sklearn_values import parse_sklearn_values  # noqa: E402
+from treegen.importers.xgboost_json import parse_xgboost  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 

@@ -95,7 +95,8 @@ def cmd_export(args) -> int:
     data = None
     if args.data is not None:
         ds = load_for_model(args.data, model.n_features, label=args.label,
-                            feature_names=model_names(args, model), **csv_options(args))
+                            feature_names=model_names(args, model), **csv_options(args),
+                            missing=model.handles_missing)
         data = (ds.X, ds.labels if ds.labels.shape[0] else None)
     name = args.name if args.name is not None else Path(args.model).name.removesuffix(".json")
     rep = export_model(model, out, target=target, layout=args.layout, dtype=args.dtype, variant=args.variant,

@@ -189,7 +189,7 @@ def cmd_build(args) -> int:
         platform = target.platformio.get("platform", "")
         print(f"build           the PlatformIO platform {platform!r} is not installed here; where the PlatformIO "
               "registry is reachable, build and upload with:")
-        print(f"                {' '.join(res.upload_command)}")
+        print(f"                {shlex.join(res.upload_command)}")
     return 0
 
 
@@ -216,7 +216,7 @@ def cmd_flash(args) -> int:
         target = pio.for_framework(target, args.framework)
         pio.write_project(model, out, target=target, layout=args.layout, variant=args.variant, train=train)
         pio.check_board_platform(target, out)     # seconds, not PlatformIO's ~60 s wait for its registry
-        print(f"upload          {' '.join(pio.upload_command(out, port=args.port))}", flush=True)
+        print(f"upload          {shlex.join(pio.upload_command(out, port=args.port))}", flush=True)
         rc = upload_firmware(out, port=args.port)
         if rc != 0:
             raise TreegenError(f"pio run -t upload failed (exit {rc}); see PlatformIO's output above")
@@ -271,10 +271,10 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
     train = _train_spec(args, model, target)
     res = _build_firmware(model, target, out, args, train=train, reuse=train is None)
     if uploader == "platformio":
-        cmd = pio.upload_command(out, port=args.port)
+        cmd, cwd = pio.upload_command(out, port=args.port), None
     else:
-        cmd = up.upload_command(target, res.elf, port=args.port)
-    print(f"upload          {shlex.join(cmd)}", flush=True)
+        cmd, cwd = up.upload_invocation(target, res.elf, port=args.port)   # the path: a working directory only
+    print(f"upload          {up.shown(cmd, cwd)}", flush=True)
     if args.dry_run:
         if uploader == "pyocd":
             try:
@@ -286,7 +286,7 @@ def _flash_baremetal(model, target, out: Path, args) -> int:
         rc = upload_firmware(out, port=args.port)
     else:
         try:
-            rc = processes.run(cmd)
+            rc = processes.run(cmd, cwd=cwd)
         except OSError as exc:
             raise TreegenError(f"cannot run {cmd[0]}: {exc.strerror or exc}") from None
     if rc != 0:

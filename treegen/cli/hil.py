@@ -80,7 +80,8 @@ def cmd_hil(args) -> int:
     target = get_target(args.target)
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
-                        feature_names=model_names(args, model), **csv_options(args))
+                        feature_names=model_names(args, model), **csv_options(args),
+                        missing=model.handles_missing)
     if ds.n_rows == 0:
         raise DataError(f"{args.data} has no rows")
     stem = Path(args.model).name.removesuffix(".json")
@@ -157,7 +158,8 @@ def _print_hil(r: dict) -> None:
     for c in r["checks"]:
         print(f"{c['name']:<16}{'ok' if c['ok'] else 'FAILED'}  {c['message']}")
     if r["accuracy"] is not None:
-        print(f"accuracy        {100 * r['accuracy']:.2f} %  (device predictions vs the labels)")
+        rows = (f", the {r['rows']} rows without missing values" if r.get("rows_missing") else "")
+        print(f"accuracy        {100 * r['accuracy']:.2f} %  (device predictions vs the labels{rows})")
     if r["rows_per_s"] is not None:
         print(f"throughput      {r['rows_per_s']:.0f} rows/s  ({r['rows']} rows in {r['seconds']['predict']:.2f} s)")
     if r["bench"] is not None:

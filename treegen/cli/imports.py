@@ -31,11 +31,11 @@ def register(sub) -> None:
 def cmd_import(args) -> int:
     from treegen.core.data import load_csv
     from treegen.core.model import save
-    from treegen.emit.importers.files import import_model
+    from treegen.importers.files import import_model
 
     X = None
     if args.data is not None:
-        X = load_csv(args.data, label=args.label).X
+        X = load_csv(args.data, label=args.label, missing=True).X   # the libraries route NaN
     model = import_model(args.source, trust_pickle=args.trust_pickle, X=X)
     if args.output == STDOUT:
         write_text(STDOUT, model.to_json() + "\n", "model file")

@@ -455,7 +455,8 @@ def cmd_fit(args) -> int:
 def cmd_predict(args) -> int:
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
-                        feature_names=model_names(args, model), **csv_options(args))
+                        feature_names=model_names(args, model), **csv_options(args),
+                        missing=model.handles_missing)
     pred = model.predict(ds.X)
     if args.output is None:          # streamed ('-o -' goes through write_text, as any output)
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -474,7 +475,8 @@ def cmd_predict(args) -> int:
 def cmd_eval(args) -> int:
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
-                        feature_names=model_names(args, model), **csv_options(args))
+                        feature_names=model_names(args, model), **csv_options(args),
+                        missing=model.handles_missing)
     if ds.labels.shape[0] == 0:
         raise DataError(f"{args.data} has no label column ({model.n_features} columns = the model's features); "
                         "eval needs the true labels")

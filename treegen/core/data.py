@@ -135,11 +135,13 @@ def _parse_label(text: str):
 
 
 def load_csv(path: str | Path, label: str | None = None, *, has_label: bool = True, delimiter: str = ",",
-             header: bool = True) -> Dataset:
+             header: bool = True, missing: bool | None = None) -> Dataset:
     """Load a CSV dataset. With ``has_label=False`` every column is a feature and ``labels`` is empty.
-    ``header=False``: the file has no header row (features ``x0, x1, ...``, the label last)."""
+    ``header=False``: the file has no header row (features ``x0, x1, ...``, the label last).
+    ``missing``: see :func:`rows_to_dataset` (``None``, training data: missing and infinite cells refused)."""
     _check_label_option(label, header)
-    ds = rows_to_dataset(read_rows(path, delimiter, header), _display(path), label=label, has_label=has_label)
+    ds = rows_to_dataset(read_rows(path, delimiter, header), _display(path), label=label, has_label=has_label,
+                         missing=missing)
     return ds if header else replace(ds, named=False)
 
 
@@ -148,9 +150,20 @@ def _check_label_option(label, header: bool) -> None:
         raise DataError("--label names a header column; a file without a header has its label last")
 
 
+#: feature cells read as a missing value (NaN) where the model routes missing values (case-insensitive)
+MISSING_CELLS = ("", "nan")
+
+#: why a missing or infinite cell is refused for a model without missing-value routing
+NO_MISSING = ("this model has no direction for missing values (only an imported model whose library routes "
+              "NaN has one: XGBoost, LightGBM, HistGradientBoosting); fill or drop the row")
+
+
 def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, *,
-                    has_label: bool = True) -> Dataset:
-    """Parse CSV ``rows`` (header first, blank rows removed) read from ``path`` (named in errors)."""
+                    has_label: bool = True, missing: bool | None = None) -> Dataset:
+    """Parse CSV ``rows`` (header first, blank rows removed) read from ``path`` (named in errors).
+    ``missing``: ``True`` (rows for a model that routes missing values), cells of :data:`MISSING_CELLS`
+    are NaN and infinities are kept; ``False`` (rows for a model that does not) and ``None`` (training
+    data), a missing, NaN or infinite cell is an error (``False`` says why: :data:`NO_MISSING`)."""
     header = [h.strip() for h in rows[0]]
     body = rows[1:]
     if not body:
@@ -180,13 +193,22 @@ def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, 
             raise DataError(f"{path}: line {line} has {len(row)} fields, expected {n_cols}")
         for j, col in enumerate(feature_cols):
             cell = row[col].strip()
+            if cell.lower() in MISSING_CELLS:
+                if not missing:
+                    what = "empty (a missing value)" if cell == "" else f"value {cell!r} is NaN (a missing value)"
+                    raise DataError(f"{path}: line {line}, column {header[col]!r}: {what}; {NO_MISSING}"
+                                    if missing is not None else
+                                    f"{path}: line {line}, column {header[col]!r}: {what}")
+                X[r, j] = math.nan
+                continue
             try:
                 value = float(cell)
             except ValueError:
                 raise DataError(
                     f"{path}: line {line}, column {header[col]!r}: non-numeric value {cell!r}") from None
-            if not math.isfinite(value):
-                raise DataError(f"{path}: line {line}, column {header[col]!r}: value {cell!r} is NaN or infinite")
+            if not math.isfinite(value) and not missing:
+                raise DataError(f"{path}: line {line}, column {header[col]!r}: value {cell!r} is NaN or infinite"
+                                + (f"; {NO_MISSING}" if missing is not None else ""))
             X[r, j] = value
         if label_col < 0:
             continue
@@ -200,7 +222,8 @@ def rows_to_dataset(rows: list[list[str]], path: str, label: str | None = None, 
 
 
 def load_for_model(path: str | Path, n_features: int, label: str | None = None,
-                   feature_names: list[str] | None = None, *, delimiter: str = ",", header: bool = True) -> Dataset:
+                   feature_names: list[str] | None = None, *, delimiter: str = ",", header: bool = True,
+                   missing: bool = False) -> Dataset:
     """Load data to be classified by a model with ``n_features`` features.
 
     The file may carry a label column (``n_features + 1`` columns, or ``label`` given) or not
@@ -210,13 +233,16 @@ def load_for_model(path: str | Path, n_features: int, label: str | None = None,
     ``feature_names`` (the model's): the columns are matched by name (:func:`match_feature_names`):
     reordered when the file holds the same names in another order, an error naming the missing and
     unexpected columns when the names differ. ``None`` matches by position.
+    ``missing`` (the model's ``handles_missing``): empty and ``nan`` cells are missing values (NaN),
+    infinities are kept; else they are refused, saying the model has no direction for them.
     """
     _check_label_option(label, header)
     rows = read_rows(path, delimiter, header)
     name = _display(path)
     if not header and len(rows[0]) == n_features:       # no label column: the generated header has none
         rows[0] = [f"x{i}" for i in range(n_features)]
-    ds = rows_to_dataset(rows, name, label=label, has_label=label is not None or len(rows[0]) != n_features)
+    ds = rows_to_dataset(rows, name, label=label, has_label=label is not None or len(rows[0]) != n_features,
+                         missing=missing)
     if ds.n_features != n_features:
         raise DataError(f"{name} has {ds.n_features} features, the model expects {n_features}")
     if not header:

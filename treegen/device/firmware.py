@@ -335,8 +335,10 @@ def build_native(model: Model, out_dir, *, sanitize: bool = False, cc: str | Non
     files = write_harness(model, out / "src", target=tgt, **kw)
     exe = out / NATIVE_EXECUTABLE
     tmp_exe = out / f".{NATIVE_EXECUTABLE}.tmp"     # renamed over exe only when the link succeeded
+    # absolute paths: a relative name starting with - or @ would be an option or a response file to cc
     cmd = [_host_cc(tgt, cc), *tgt.cflags, *STRICT_CFLAGS, *(SANITIZE_CFLAGS if sanitize else ()),
-           "-I", str(out / "src"), "-o", str(tmp_exe), *(str(f) for f in files if f.suffix == ".c")]
+           "-I", str((out / "src").absolute()), "-o", str(tmp_exe.absolute()),
+           *(str(f.absolute()) for f in files if f.suffix == ".c")]
     try:
         cc_proc = processes.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError as exc:

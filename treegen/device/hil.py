@@ -519,10 +519,18 @@ def _label(model: Model, index) -> object:
 
 
 # ---------------------------------------------------------------------- the run
+def _model_summary(model: Model) -> dict:
+    """What the report names the model by: its algorithm and size (the hash identifies it)."""
+    leaves = sum(t.n_leaves for t in model.trees)
+    size = f"{leaves} leaves" if len(model.trees) == 1 else f"{len(model.trees)} trees, {leaves} leaves"
+    return {"algorithm": str((model.metadata or {}).get("algorithm") or "model"), "size": size}
+
+
 def _new_report(model: Model, tgt: _targets.Target, port: str | None) -> dict:
     return {
         "format": REPORT_FORMAT, "treegen_version": __version__, "ok": False, "error": None,
         "target": tgt.name, "target_kind": tgt.kind, "port": port, "model_hash": model.hash(),
+        "model_summary": _model_summary(model),
         "layout": None, "variant": None, "rows": 0, "mismatches": None, "mismatch_rows": [],
         "float_agreement": None, "float_entry": None, "float32": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
         "counter_unit": None, "bench": None, "flash_bytes": None, "ram_bytes": None, "device": None,
@@ -576,21 +584,32 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                            f"after 'treegen flash MODEL --target {tgt.name}'")
     if port is None and build_dir is None:
         raise TreegenError("run_hil needs build_dir (where to build the firmware) or port (a running device)")
+    missing_rows = 0
     if data is None:
         ref = reference(model, q15=random_rows(model.n_features))
         data_note = f"{ref.X_q15.shape[0]} seeded random Q15 rows"
         raw_rows = raw_of_q15(model, ref.X_q15)
     else:
-        X_raw, labels = (data[0], data[1] if len(data) > 1 else None)
-        ref = reference(model, X_raw, labels)
-        data_note = f"{ref.X_q15.shape[0]} rows"
-        raw_rows = np.asarray(X_raw, dtype=np.float64)
-    if ref.X_q15.shape[0] == 0:
+        X_raw = np.asarray(data[0], dtype=np.float64)
+        labels = data[1] if len(data) > 1 else None
+        # missing (NaN) or infinite cells: only a model that routes them takes them (its library's default
+        # directions); the Q15 entry has no NaN, so those rows are checked through the float32 export
+        grid = np.all(np.isfinite(X_raw), axis=1) if X_raw.ndim == 2 else np.ones(len(X_raw), dtype=bool)
+        if not grid.all() and not model.handles_missing:
+            raise TreegenError(f"{int(np.count_nonzero(~grid))} data rows hold NaN or infinite values, and the "
+                               "model has no direction for missing values")
+        ref = reference(model, X_raw[grid], None if labels is None else np.asarray(labels, dtype=object)[grid])
+        missing_rows = int(np.count_nonzero(~grid))
+        data_note = f"{ref.X_q15.shape[0]} rows" + (
+            f" (+ {missing_rows} with missing or infinite values: float32 export only)" if missing_rows else "")
+        raw_rows = X_raw
+    if ref.X_q15.shape[0] == 0 and not missing_rows:
         raise TreegenError("no data rows to check")
 
     report = _new_report(model, tgt, port)
     report["data"] = data_note
     report["rows"] = int(ref.X_q15.shape[0])
+    report["rows_missing"] = missing_rows
     t_start = time.perf_counter()
     current = "build"
     device: Device | None = None
@@ -657,15 +676,15 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                                progress=None if progress is None else (lambda done: progress(done, n)))
             seconds = time.perf_counter() - t0
             report["seconds"]["predict"] = round(seconds, 3)
-            report["rows_per_s"] = round(n / seconds, 1) if seconds > 0 else None
+            report["rows_per_s"] = round(n / seconds, 1) if seconds > 0 and n else None
             mism = int(np.count_nonzero(got != ref.fixed))
             report["mismatches"] = mism
             report["mismatch_rows"] = mismatch_rows(ref, got, model)
             if ref.is_regression:
                 _value_figures(report, ref, got)
-            else:
+            elif n:
                 report["float_agreement"] = round(float(np.mean(got == ref.floating)), 6)
-            if ref.labels is not None:
+            if ref.labels is not None and n:
                 report["accuracy"] = round(float(np.mean(got == ref.labels)), 6)
             if mism:
                 first = report["mismatch_rows"][0]
@@ -676,9 +695,16 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                 diff = report["float_difference"]
                 msg = (f"{n} rows: int32 values identical to the fixed-point model (units of 2^-{ref.frac_bits}); "
                        f"difference from the float model RMSE {diff['rmse']:.3g}, max {diff['max_abs']:.3g}")
-            else:
+            elif n:
                 msg = (f"{n} rows identical to the fixed-point model; float agreement "
                        f"{100 * report['float_agreement']:.2f} %")
+            else:
+                msg = "no rows for the Q15 entry"
+            if missing_rows:
+                msg = (f"{msg} (+ {missing_rows} rows with missing or infinite values: the Q15 entry takes none; "
+                       "checked through the float32 export)" if n else
+                       f"every one of the {missing_rows} rows holds a missing or infinite value: the Q15 entry takes "
+                       "none; checked through the float32 export")
             _set_check(report, "predictions", mism == 0, seconds, msg)
 
             # ---- probabilities (soft-voting ensembles: PROBA)
@@ -705,6 +731,10 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                 report["float32"] = hil_f32.check_float32(device.client, model, raw_rows, int(float_ulps))
                 _set_check(report, "float32", report["float32"]["mismatches"] == 0, time.perf_counter() - t0,
                            hil_f32.message(report["float32"]))
+            elif missing_rows:
+                raise TreegenError(f"{missing_rows} data rows hold missing or infinite values, which only the float32 "
+                                   "export takes, and the device does not serve PREDICT_F32 (a target without "
+                                   "IEEE-754 float or under 64 KiB flash, or a model without source thresholds)")
             elif float_ulps > 0 and f32_model:
                 raise TreegenError("the device does not serve PREDICT_F32 (no float32 export in its firmware: a "
                                    "target without IEEE-754 float or under 64 KiB flash, a model without source "
@@ -720,7 +750,8 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                                        "firmware built before the float-entry check: build it again, e.g. "
                                        "into a new -o folder): its float entry cannot be checked")
                 t0 = time.perf_counter()
-                report["float_entry"] = check_float_entry(device.client, model, raw_rows, int(float_ulps))
+                report["float_entry"] = check_float_entry(device.client, model, raw_rows[np.all(np.isfinite(
+                    raw_rows), axis=1)] if missing_rows else raw_rows, int(float_ulps))
                 fe = report["float_entry"]
                 msg = (f"{fe['mismatches']} of {fe['rows']} float32 rows differ from the fixed-point model (first: "
                        f"{fe['first']})" if fe["mismatches"] else
@@ -730,7 +761,7 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
 
             # ---- bench
             current = "bench"
-            if bench_iters > 0:
+            if bench_iters > 0 and n:
                 t0 = time.perf_counter()
                 rows = bench_rows(n)
                 results: list[tuple[int, BenchResult]] = [(i, device.client.bench(ref.X_q15[i], int(bench_iters)))
@@ -758,7 +789,8 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                      f"({len(rows)} rows x {bench_iters} calls)")
                 _set_check(report, "bench", not problems, seconds, msg)
             else:
-                _set_check(report, "bench", True, 0.0, "skipped (bench_iters 0)")
+                _set_check(report, "bench", True, 0.0, "skipped (bench_iters 0)" if not bench_iters
+                           else "skipped (no rows for the Q15 entry)")
             current = "stop"
         report["ok"] = all(c["ok"] for c in report["checks"])
     except (TreegenError, OSError) as exc:

@@ -151,6 +151,30 @@ def _check_project_dir(out: Path) -> None:
                                "choose another output directory")
 
 
+#: what a project path may hold when an official PlatformIO platform builds it (the online Arduino
+#: build): its SCons scripts paste absolute paths into shell command lines, quoted only around spaces
+_SHELL_PLAIN = re.compile(r"[\w ./+-]+")
+
+
+def check_project_path(path, local: bool = True) -> None:
+    """Refuse (one line) a project path a build tool would parse. Any name builds offline (the local
+    builder names files relative to the project and starts no shell) except one holding ``$`` or a
+    tab: SCons, under PlatformIO, reads ``$NAME`` and ``$(...)`` in the project path as its own
+    variables, and PlatformIO turns a tab into a space (it would build in another folder). The online
+    build (``local=False``: an official platform's SCons scripts, absolute paths in shell command
+    lines) takes only letters, digits, ``_ . / + -`` and spaces."""
+    text = str(Path(path).absolute())
+    for bad, why in (("$", "PlatformIO's SCons reads $ in it as a variable"),
+                     ("\t", "PlatformIO reads a tab in it as a space")):
+        if bad in text:
+            raise TreegenError(f"the project path {text!r} holds {bad!r}: {why}; choose a folder without it (-o DIR)")
+    if not local and not _SHELL_PLAIN.fullmatch(text):
+        bad = next(c for c in text if not _SHELL_PLAIN.fullmatch(c))
+        raise TreegenError(f"the project path {text!r} holds {bad!r}: the official PlatformIO platform of the "
+                           "--framework arduino build runs its commands through a shell; choose a folder named "
+                           "with letters, digits, _ . / + - and spaces (-o DIR)")
+
+
 def _pio_extra(target: targets_mod.Target) -> list[tuple[str, str]]:
     extra = [(k, str(v)) for k, v in target.platformio.items() if k not in _PIO_STRUCTURAL]
     if target.kind == "board" and not offline(target):
@@ -166,10 +190,11 @@ def write_build_files(out_dir, target, *, model_hash: str = "-", layout: str = "
         raise TreegenError(f"target {t.name!r} (kind {t.kind!r}) is not built with PlatformIO; "
                            "use an emulated target (qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55) or a board")
     out = Path(out_dir)
+    local = offline(t)
+    check_project_path(out, local)
     _check_project_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     jenv = _jinja()
-    local = offline(t)
     pio = t.platformio if not local else {"platform": PLATFORM_NAME, "board": t.name}
     if t.kind == "emulated":
         pio.setdefault("upload_protocol", "qemu")

@@ -443,6 +443,7 @@ class DeviceClient:
         #: UART takes input slowly)
         self.drain_quiet = DRAIN_QUIET
         self._seq = 0
+        self._abandoned: set[int] = set()   # SEQs of requests given up on (timed out): their late answers are dropped
         self._info: DeviceInfo | None = None
         self._link_errors, self._write_timeouts = _serial_errors()
         try:
@@ -531,14 +532,18 @@ class DeviceClient:
         received = bytearray()
         while True:
             if time.monotonic() >= deadline:
+                self._abandoned.add(seq)
                 self._on_timeout(what, timeout, received, f"a {_name(MsgType, expected_type)} (0x{expected_type:02X}) frame")
             chunk = self._read(parser.needed, f"the response to {what}")
             if not chunk:
                 continue
             received += chunk
-            events = parser.feed(chunk)
-            if events:
-                return self._check(events[0], req_name, type_, seq, expected_type)
+            for event in parser.feed(chunk):
+                # the late answer to a request this client timed out on (and said so): not this one's answer
+                if isinstance(event, Frame) and event.seq != seq and event.seq in self._abandoned:
+                    self._abandoned.discard(event.seq)
+                    continue
+                return self._check(event, req_name, type_, seq, expected_type)
 
     def _on_timeout(self, what: str, timeout: float, received: bytes, expected: str):
         got = f"received {len(received)} byte(s): {_hex(received)}" if received else "received nothing"

@@ -7,13 +7,21 @@ HiFive1's ``board/sifive-hifive1.cfg``; OpenOCD drives its FTDI JTAG adapter, an
 or ``avrdude`` (the Arduino Uno: its bootloader over the USB serial port; ``avrdude_part``,
 ``avrdude_programmer``, ``avrdude_baud``).
 ``--uploader platformio`` uses PlatformIO's own upload of the project instead (``pio run -t upload``;
-the online Arduino build's only way). :func:`upload_command` is what
-``treegen flash --dry-run`` prints; :func:`check_probe` fails in about a second, with one line naming
+the online Arduino build's only way). :func:`upload_invocation` is what ``treegen flash`` runs and
+``--dry-run`` prints (:func:`shown`); :func:`check_probe` fails in about a second, with one line naming
 the probe to connect, when pyOCD sees none.
+
+No name reaches a script (issue 33): OpenOCD reads its ``-c`` argument as Tcl, and its ``program``
+procedure evaluates the file name a second time (``eval flash write_image erase $flash_args``);
+avrdude splits ``-U`` at colons. So the project path is never a word of either: every uploader runs
+in the firmware's folder and names the image by its fixed file name (``firmware.elf``); the path is
+only the working directory of an argument vector, which nothing parses.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -57,15 +65,25 @@ def pyocd_executable() -> str:
     return str(beside) if beside.exists() else "pyocd"
 
 
+#: an image name that is the same word in every uploader's language (Tcl, avrdude's -U, a shell):
+#: letters, digits and _ . / + -, not starting with - ; ``$SOURCE``: SCons's name for a relative one
+_PLAIN_IMAGE = re.compile(r"(?!-)[A-Za-z0-9_./+-]+|\$SOURCE")
+
+
 def upload_command(target, image, port: str | None = None) -> list[str]:
     """The board's uploader command that writes ``image`` (an ELF) to its flash and resets it: pyOCD's,
     OpenOCD's through the board's JTAG adapter (``port`` is not used by either: the probe is found on
     USB), or avrdude's through the bootloader on the serial ``port`` (default /dev/ttyACM0; ``-D``: no
-    chip erase, the bootloader erases page by page; ``:e``: ELF input); [] when the board has none."""
+    chip erase, the bootloader erases page by page; ``:e``: ELF input); [] when the board has none.
+    ``image`` must be a plain name (``firmware.elf`` in the working directory, see
+    :func:`upload_invocation`): it becomes a word of OpenOCD's Tcl and of avrdude's ``-U``."""
     t = _target(target)
+    image = str(image)
+    if not _PLAIN_IMAGE.fullmatch(image):
+        raise TreegenError(f"the firmware path {image!r} is not a plain name (letters, digits, _ . / + -); "
+                           "the uploader would parse it")
     if t.upload.get("uploader") == "openocd":
-        # OpenOCD's Tcl: braces keep a path with spaces one word
-        return ["openocd", "-f", str(t.upload["openocd_config"]), "-c", f"program {{{image}}} verify reset exit"]
+        return ["openocd", "-f", str(t.upload["openocd_config"]), "-c", f"program {image} verify reset exit"]
     if t.upload.get("uploader") == "avrdude":
         return ["avrdude", "-p", str(t.upload["avrdude_part"]), "-c", str(t.upload.get("avrdude_programmer", "arduino")),
                 "-P", str(port or AVRDUDE_DEFAULT_PORT), "-b", str(t.upload.get("avrdude_baud", 115200)), "-D",
@@ -74,6 +92,19 @@ def upload_command(target, image, port: str | None = None) -> list[str]:
     if not part:
         return []
     return [pyocd_executable(), "flash", "--target", str(part), "--format", "elf", str(image)]
+
+
+def upload_invocation(target, elf, port: str | None = None) -> tuple[list[str], Path]:
+    """(argument vector, working directory) that writes the built ``elf`` to the board: the uploader runs
+    in the ELF's folder and names it by its file name, so the project path is not in the command."""
+    elf = Path(elf).absolute()
+    return upload_command(target, elf.name, port), elf.parent
+
+
+def shown(cmd: list[str], cwd=None) -> str:
+    """``cmd`` (run in ``cwd``) as a line to paste into a POSIX shell: ``cd DIR && CMD``, every word quoted."""
+    line = shlex.join(cmd)
+    return f"cd {shlex.quote(str(cwd))} && {line}" if cwd is not None else line
 
 
 def check_openocd(target) -> None:

@@ -13,6 +13,7 @@ are shown in raw input units (:func:`treegen.emit.show.raw_test`), like ``treege
                 per file, labelled by algorithm and dataset
 ``hil``         ``treegen hil --json`` reports side by side: flash, instructions per inference and
                 rows/s per target
+``tune``        a ``treegen tune --json`` result (:mod:`treegen.emit.plot_tune`)
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ from treegen.core.schema import VALUE_VOTES
 from treegen.core.tree import LEAF, Tree
 from treegen.emit.show import format_test
 
-KINDS = ("tree", "partition", "confusion", "cv", "hil")
+KINDS = ("tree", "partition", "confusion", "cv", "hil", "tune")
 #: the most weights an oblique node's box lists (the rest are summarised as "+ k more")
 TOP_WEIGHTS = 3
 #: trees of an ensemble drawn side by side
 MAX_TREES = 4
+#: tree picture: inches per leaf column, the text size there, the widest canvas and the smallest text
+LEAF_INCHES, FONT_POINTS, MAX_INCHES, MIN_FONT = 2.0, 9.0, 26.0, 5.0
+#: leaf columns a tree picture draws by default (deeper subtrees become one box each)
+MAX_COLUMNS = 12
 
 
 def _pyplot():
@@ -59,6 +64,13 @@ def _save(fig, path) -> Path:
 
         plt.close(fig)
     return path
+
+
+def _light(colour, amount: float = 0.35) -> tuple:
+    """``colour`` mixed with white, opaque (edges drawn under a box stay hidden)."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(1 - amount * (1 - c) for c in to_rgb(colour))
 
 
 def _colours(n: int) -> list:
@@ -91,15 +103,16 @@ def node_label(model: Model, tree: Tree, node: int, digits: int = 3) -> str:
     return f"{text}\nn={n}"
 
 
-def _layout(tree: Tree) -> dict[int, tuple[float, float]]:
-    """(x, depth) of every node: leaves at consecutive x in in-order, parents centred (iterative)."""
+def _layout(tree: Tree, max_depth: int | None = None) -> dict[int, tuple[float, float]]:
+    """(x, depth) of every drawn node: leaves (and nodes cut at ``max_depth``) at consecutive x in
+    in-order, parents centred (iterative)."""
     pos: dict[int, tuple[float, float]] = {}
     depth = {0: 0}
     next_x = 0.0
     stack = [(0, False)]
     while stack:
         node, done = stack.pop()
-        if tree.left[node] == LEAF:
+        if tree.left[node] == LEAF or (max_depth is not None and depth[node] >= max_depth):
             pos[node] = (next_x, depth[node])
             next_x += 1.0
             continue
@@ -114,49 +127,99 @@ def _layout(tree: Tree) -> dict[int, tuple[float, float]]:
     return pos
 
 
-def plot_tree(model: Model, path, *, digits: int = 3) -> Path:
+def _columns(tree: Tree, max_depth: int) -> int:
+    """Leaf columns of ``tree`` drawn down to ``max_depth``."""
+    d = tree.node_depths()
+    return int(np.count_nonzero((tree.is_leaf & (d <= max_depth)) | (d == max_depth)))
+
+
+def _fitting_depth(trees: list[Tree], columns: int) -> int | None:
+    """The deepest cut at which the trees' drawn columns fit ``columns`` (None: every node fits)."""
+    if sum(t.n_leaves for t in trees) <= columns:
+        return None
+    full = max(t.depth for t in trees)
+    best = 1
+    for cut in range(1, full + 1):
+        if sum(_columns(t, cut) for t in trees) > columns:
+            break
+        best = cut
+    return best
+
+
+def _subtree_leaves(tree: Tree, node: int) -> int:
+    n, stack = 0, [node]
+    while stack:
+        k = stack.pop()
+        if tree.left[k] == LEAF:
+            n += 1
+        else:
+            stack += [int(tree.left[k]), int(tree.right[k])]
+    return n
+
+
+def plot_tree(model: Model, path, *, digits: int = 3, max_depth: int | None = None) -> Path:
+    """The tree diagram. ``max_depth``: draw the tests down to that depth and each subtree below it
+    as one box (its leaves, rows and majority class); default: the deepest cut whose drawing fits
+    :data:`MAX_COLUMNS` leaf columns (a picture read at its own size, not a wall of 5-point text)."""
     plt = _pyplot()
     trees = model.trees[:MAX_TREES]
     colours = _colours(model.n_classes)
     value_colour = _value_colours(model) if model.vote in VALUE_VOTES else None
-    layouts = [_layout(t) for t in trees]
+    cut = max_depth if max_depth is not None else _fitting_depth(trees, MAX_COLUMNS)
+    if cut is not None and cut < 1:
+        raise TreegenError(f"max_depth must be at least 1, got {cut}")
+    layouts = [_layout(t, cut) for t in trees]
     widths = [max(x for x, _ in lay.values()) + 1 for lay in layouts]
     depth = max(max(d for _, d in lay.values()) for lay in layouts) + 1
-    fig, axes = plt.subplots(1, len(trees), squeeze=False,
-                             figsize=(min(40, 2.4 * sum(widths) + 1), 1.6 * depth + 1),
-                             gridspec_kw={"width_ratios": widths})
+    # a leaf column of LEAF_INCHES at FONT_POINTS; a drawing too wide for MAX_INCHES keeps the canvas and
+    # shrinks the text in proportion (never below MIN_FONT)
+    need = LEAF_INCHES * sum(widths) + 0.6
+    width = min(MAX_INCHES, max(4.0, need))
+    font = max(MIN_FONT, FONT_POINTS * min(1.0, MAX_INCHES / need))
+    fig, axes = plt.subplots(1, len(trees), squeeze=False, figsize=(width, 1.05 * depth + 0.5),
+                             gridspec_kw={"width_ratios": widths, "wspace": 0.05})
+    collapsed_any = False
     for k, (tree, lay, ax) in enumerate(zip(trees, layouts, axes[0])):
         for node, (x, d) in lay.items():
-            if tree.left[node] != LEAF:
+            if tree.left[node] != LEAF and (cut is None or d < cut):
                 for child, label in ((int(tree.left[node]), "yes"), (int(tree.right[node]), "no")):
                     cx, cd = lay[child]
                     ax.plot([x, cx], [-d, -cd], color="0.6", lw=1, zorder=1)
-                    ax.text((x + cx) / 2, -(d + cd) / 2, label, fontsize=7, color="0.35", ha="center",
+                    ax.text((x + cx) / 2, -(d + cd) / 2, label, fontsize=font - 1, color="0.35", ha="center",
                             va="center", backgroundcolor="white", zorder=2)
         for node, (x, d) in lay.items():
-            if tree.left[node] == LEAF and value_colour is not None:
+            rows = int(tree.class_counts[node].sum())
+            if tree.left[node] != LEAF and cut is not None and d >= cut:        # a subtree drawn as one box
+                collapsed_any = True
+                text = f"{_subtree_leaves(tree, node)} leaves below\nn={rows}"
+                if value_colour is None and rows:
+                    cls = int(np.argmax(tree.class_counts[node]))
+                    text += f", most class {model.classes[cls]}"
+                box = {"boxstyle": "round", "facecolor": "0.93", "edgecolor": "0.5", "linestyle": "--"}
+            elif tree.left[node] == LEAF and value_colour is not None:
                 from treegen.emit.show import value_text
 
                 colour = value_colour(float(tree.leaf_value[node]))
-                text = f"value {value_text(tree.leaf_value[node])}\nn={int(tree.class_counts[node].sum())}"
-                box = {"boxstyle": "round", "facecolor": colour, "alpha": 0.35, "edgecolor": colour}
+                text = f"value {value_text(tree.leaf_value[node])}\nn={rows}"
+                box = {"boxstyle": "round", "facecolor": _light(colour), "edgecolor": colour}
             elif tree.left[node] == LEAF:
                 cls = int(tree.leaf_class[node])
-                text = f"class {model.classes[cls]}\nn={int(tree.class_counts[node].sum())}"
-                box = {"boxstyle": "round", "facecolor": colours[cls], "alpha": 0.35, "edgecolor": colours[cls]}
+                text = f"class {model.classes[cls]}\nn={rows}"
+                box = {"boxstyle": "round", "facecolor": _light(colours[cls]), "edgecolor": colours[cls]}
             else:
                 text = node_label(model, tree, node, digits)
                 box = {"boxstyle": "round", "facecolor": "white", "edgecolor": "0.3"}
-            ax.text(x, -d, text, fontsize=7, ha="center", va="center", bbox=box, zorder=3)
-        ax.set_xlim(-0.8, max(x for x, _ in lay.values()) + 0.8)
-        ax.set_ylim(-depth + 0.4, 0.6)
+            ax.text(x, -d, text, fontsize=font, ha="center", va="center", bbox=box, zorder=3)
+        ax.set_xlim(-0.6, max(x for x, _ in lay.values()) + 0.6)
+        ax.set_ylim(-depth + 0.55, 0.45)
         ax.axis("off")
         if len(model.trees) > 1:
-            ax.set_title(f"tree {k}", fontsize=9)
+            ax.set_title(f"tree {k}", fontsize=max(font, 9))
     more = f" (first {MAX_TREES} of {len(model.trees)} trees)" if len(model.trees) > MAX_TREES else ""
+    shown = f"; drawn to depth {cut} (dashed boxes: the subtrees below)" if collapsed_any else ""
     algo = (model.metadata or {}).get("algorithm") or "model"
-    fig.suptitle(f"{algo}: {sum(t.n_leaves for t in model.trees)} leaves{more}; tests in raw input units",
-                 fontsize=9)
+    fig.suptitle(f"{algo}: {sum(t.n_leaves for t in model.trees)} leaves{more}; tests in raw input units{shown}",
+                 fontsize=max(font, 9))
     return _save(fig, path)
 
 
@@ -319,27 +382,71 @@ def plot_cv(reports: list[tuple[str, dict]], path) -> Path:
     return _save(fig, path)
 
 
+def _hil_row_name(source: str, r: dict) -> str:
+    """A bar's name: the report file, the model (algorithm, size, hash) and where it ran."""
+    m = r.get("model_summary") if isinstance(r.get("model_summary"), dict) else {}
+    what = ", ".join(str(x) for x in (m.get("algorithm"), m.get("size")) if x)
+    model = Path(str(r["model"])).name if isinstance(r.get("model"), str) else "model"
+    where = f"{r['target']} {r.get('layout') or ''}/{r.get('variant') or ''}".rstrip("/ ")
+    what = f" ({what})" if what else ""
+    return f"{model}{what} {str(r.get('model_hash') or '')[:8]}\non {where}  [{source}]"
+
+
+def _count_text(v: float, unit: str) -> str:
+    if unit == "bytes":
+        return f"{v:,.0f} B" + (f" ({v / 1024:.1f} KiB)" if v >= 1024 else "")
+    text = f"{v:,.0f}" if v >= 10_000 else f"{v:,.1f}" if v >= 100 else f"{v:.3g}"
+    return text if unit == "count" else f"{text} {unit}"
+
+
 def plot_hil(reports: list[tuple[str, dict]], path) -> Path:
-    """``reports``: (source name, ``treegen hil --json`` content) pairs, one bar group per report."""
+    """``reports``: (source name, ``treegen hil --json`` content) pairs, one bar per report in each panel
+    (horizontal bars, so that every bar's name stays readable)."""
     plt = _pyplot()
     if not reports:
         raise TreegenError("no hil reports to plot")
     for source, r in reports:
         _require(r, ("target", "flash_bytes", "rows_per_s"), "'treegen hil --json'", source)
-    names = [f"{r['target']}\n{r.get('variant') or ''}" for _, r in reports]
-    panels = (("flash bytes", [r.get("flash_bytes") for _, r in reports]),
-              ("per inference", [r.get("insn_per_inference") for _, r in reports]),
-              ("rows/s over the link", [r.get("rows_per_s") for _, r in reports]))
+    names = [_hil_row_name(source, r) for source, r in reports]
     units = sorted({str(r.get("counter_unit")) for _, r in reports if r.get("insn_per_inference") is not None})
-    fig, axes = plt.subplots(1, 3, figsize=(4 + 1.6 * len(reports), 3.6))
-    for ax, (title, values) in zip(axes, panels):
+    panels = (("flash of the firmware", "bytes", [r.get("flash_bytes") for _, r in reports]),
+              ("per inference" + (f" ({', '.join(units)})" if units else ""), "count",
+               [r.get("insn_per_inference") for _, r in reports]),
+              ("rows/s over the serial link", "count", [r.get("rows_per_s") for _, r in reports]))
+    n = len(reports)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 1.2 + 0.62 * n), sharey=True)
+    colours = ["tab:green" if r.get("ok") else "tab:red" for _, r in reports]
+    bar_units = [str(r.get("counter_unit") or "count") for _, r in reports]
+    for ax, (title, unit, values) in zip(axes, panels):
         v = [float(x) if x is not None else 0.0 for x in values]
-        bars = ax.bar(range(len(v)), v, color=_colours(len(v)))
-        for b, x in zip(bars, values):
-            ax.text(b.get_x() + b.get_width() / 2, b.get_height(), "n/a" if x is None else f"{float(x):.4g}",
-                    ha="center", va="bottom", fontsize=7)
-        ax.set_xticks(range(len(v)), names, fontsize=7)
-        ax.set_title(title + (f" ({', '.join(units)})" if title == "per inference" and units else ""), fontsize=9)
+        bars = ax.barh(range(n), v, color=colours, alpha=0.75)
+        top = max(v) if any(v) else 1.0
+        for k, (b, x) in enumerate(zip(bars, values)):
+            # the per-inference counts are instructions on one target, cycles or ns on another: each says which
+            u = bar_units[k] if title.startswith("per inference") else unit
+            ax.text(b.get_width() + 0.01 * top, b.get_y() + b.get_height() / 2,
+                    "n/a" if x is None else _count_text(float(x), u), va="center", fontsize=8)
+        ax.set_xlim(0, top * 1.45)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.xaxis.set_major_formatter(_plain_formatter())
+        ax.xaxis.set_major_locator(_few_ticks())
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(n), names, fontsize=8)
+    axes[0].invert_yaxis()
     ok = all(r.get("ok") for _, r in reports)
-    fig.suptitle("hardware in the loop: " + ("all checks passed" if ok else "SOME CHECKS FAILED"), fontsize=9)
+    fig.suptitle("hardware in the loop: " + ("every check passed (green)" if ok else
+                                             "SOME CHECKS FAILED (red bars)"), fontsize=10)
     return _save(fig, path)
+
+
+def _plain_formatter():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 100 else f"{v:g}")
+
+
+def _few_ticks():
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(nbins=4)

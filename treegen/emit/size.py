@@ -84,6 +84,8 @@ def measure_size(source: Path, target: _targets.Target, include_dir: Path) -> di
         missing = target.cc if cc is None else _size_tool(target.cc)
         return {"flash_bytes": None, "ram_bytes": None, "sections": {},
                 "note": f"not measured: {missing} not found"}
+    # absolute: a relative name starting with - or @ would be read as an option or a response file
+    source, include_dir = Path(source).absolute(), Path(include_dir).absolute()
     with tempfile.TemporaryDirectory(prefix="treegen-size-") as tmp:
         obj = Path(tmp) / "model.o"
         cmd = [cc, *target.cflags, *STRICT_CFLAGS, *SIZE_CFLAGS, "-I", str(include_dir), "-c", str(source),
@@ -138,6 +140,7 @@ def measure_linked(src_dir: Path, name: str, target: _targets.Target, dtype: str
     result = {key: None for key, _, _ in entries}
     if cc is None or size is None:
         return {**result, "note": f"not linked: {target.cc if cc is None else _size_tool(target.cc)} not found"}
+    src_dir = Path(src_dir).absolute()          # a relative name starting with - or @ is an option to gcc
     runtime = target.extra.get("ldflags", _LINK_RUNTIME.get(os.path.basename(target.cc), ()))
     flags = [*target.cflags, *runtime, "-std=c99", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"]
     with tempfile.TemporaryDirectory(prefix="treegen-link-") as tmp:

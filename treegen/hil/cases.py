@@ -46,7 +46,8 @@ def file_case(model_path, data_path=None, *, datasets_dir=None) -> Case:
             data = candidate
     name = f"file-{Path(model_path).stem}"
     if data is not None:
-        ds = load_for_model(data, model.n_features, feature_names=list(model.feature_names))
+        ds = load_for_model(data, model.n_features, feature_names=list(model.feature_names),
+                            missing=model.handles_missing)
         labels = ds.labels if ds.labels.shape[0] else None
         return Case(name, "file", model, ds.X, labels, "table", str(data))
     return Case(name, "file", model, np.zeros((0, model.n_features)), None, "table", "seeded random Q15 rows")

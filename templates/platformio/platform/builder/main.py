@@ -17,9 +17,19 @@ project-local toolchain package (PlatformIO puts its bin/ on PATH). Everything t
                       the uploader's command (pyOCD) for the `upload` target
 Targets: the default builds .pio/build/<env>/firmware.elf and firmware.bin and prints the size
 check; `upload` starts QEMU with the UART on a TCP socket (upload_port) and waits for a client.
+
+No shell, and no project path in a command (treegen issue 33): SCons runs every command line through
+`sh -c`, quoting an argument only when it holds a space, so a project folder named `x";touch F;"`
+would run `touch F`. Here every path in a command is relative to the project folder (SCons runs the
+commands there; the names below it are fixed: src/, .pio/build/<env>/), and SPAWN/PSPAWN start the
+tools from an argument vector (`_spawn`), never through a shell.
 """
 
 import os
+import re
+import shlex
+import subprocess
+import sys
 
 from SCons.Script import AlwaysBuild, Builder, Default, DefaultEnvironment
 
@@ -49,12 +59,28 @@ env.Replace(
     SIZEPRINTCMD="$SIZETOOL -B -d $SOURCES",
 )
 
-# the map file: SCons splits a flag at spaces, so a project path with spaces is given relative to the
-# project folder (the folder SCons links in)
-map_path = os.path.join(env.subst("$BUILD_DIR"), "firmware.map")
-if " " in map_path:
-    map_path = os.path.relpath(map_path, env.subst("$PROJECT_DIR"))
-map_flag = "-Wl,-Map," + map_path
+
+def _spawn(sh, escape, cmd, args, env, stdout=None, stderr=None):
+    """SCons's SPAWN/PSPAWN without a shell: the command line SCons quoted (ESCAPE below, or its
+    double quotes around an argument with a space) split back into its words and run as an argument
+    vector. A path that still reached a command could at worst give a wrong word, never run one."""
+    argv = shlex.split(" ".join(str(a) for a in args))
+    try:
+        return subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr, close_fds=True).wait()
+    except OSError as exc:
+        sys.stderr.write("treegen builder: cannot run %s: %s\n" % (argv[0] if argv else "?", exc.strerror or exc))
+        return 127
+
+
+def _in_project(path):
+    """``path`` relative to the folder SCons runs the commands in (the project folder)."""
+    return os.path.relpath(env.subst(path), env.Dir("#").abspath)
+
+
+env.Replace(SPAWN=_spawn, PSPAWN=_spawn, ESCAPE=shlex.quote)
+
+# the map file, named relative to the project folder (a path in a -Wl, flag is also split at commas)
+map_flag = "-Wl,-Map," + _in_project(os.path.join("$BUILD_DIR", "firmware.map"))
 
 env.Append(
     ASFLAGS=cpu_flags + ["-x", "assembler-with-cpp"],
@@ -82,7 +108,8 @@ env.Append(
 )
 
 if board.get("build.ldscript", ""):
-    env.Replace(LDSCRIPT_PATH=os.path.join("$PROJECT_SRC_DIR", board.get("build.ldscript")))
+    # relative: PlatformIO pastes LDSCRIPT_PATH into the link command as it is (-T <path>)
+    env.Replace(LDSCRIPT_PATH=_in_project(os.path.join("$PROJECT_SRC_DIR", board.get("build.ldscript"))))
 
 target_elf = env.BuildProgram()
 target_bin = env.ElfToBin(os.path.join("$BUILD_DIR", "${PROGNAME}"), target_elf)
@@ -90,12 +117,29 @@ env.Depends(target_bin, "checkprogsize")
 
 AlwaysBuild(env.Alias("size", target_elf, env.VerboseAction("$SIZEPRINTCMD", "Calculating size $SOURCE")))
 
+
+
+def _check_upload_words(target, source, env):
+    """The image path and the port are pasted into the uploader's own languages (OpenOCD's Tcl, avrdude's
+    -U memtype:op:file:format, QEMU's -chardev key=value list): only plain names pass."""
+    image = _in_project(str(source[0]))
+    port = env.subst("$UPLOAD_PORT")
+    for what, value, pattern in (("firmware path", image, r"[A-Za-z0-9_./+-]+"),
+                                 ("upload port", port, r"[A-Za-z0-9_./+-]*")):
+        if not re.fullmatch(pattern, value) or value.startswith("-"):
+            sys.stderr.write("treegen builder: the %s %r is not a plain name (letters, digits, _ . / + -); "
+                             "the uploader would parse it\n" % (what, value))
+            return 2
+    return 0
+
+
 board_upload = list(board.get("upload.command", []))
 if board_upload:
-    # a real board: its uploader (pyOCD through the on-board probe), `pio run -t upload`
-    # an argument with spaces (OpenOCD's -c "program ... exit") stays one shell word
-    env.Replace(UPLOADER=board_upload[0], UPLOADCMD=" ".join('"%s"' % a if " " in a else a for a in board_upload))
-    AlwaysBuild(env.Alias("upload", target_elf, [env.VerboseAction("$UPLOADCMD", "Uploading with $UPLOADER")]))
+    # a real board: its uploader (pyOCD through the on-board probe), `pio run -t upload`; each word quoted
+    # for _spawn's split ($SOURCE is expanded by SCons inside the quotes)
+    env.Replace(UPLOADER=board_upload[0], UPLOADCMD=" ".join(shlex.quote(a) for a in board_upload))
+    AlwaysBuild(env.Alias("upload", target_elf, [env.Action(_check_upload_words, None),
+                                                 env.VerboseAction("$UPLOADCMD", "Uploading with $UPLOADER")]))
 else:
 
     qemu = board.get("upload.qemu")
@@ -119,6 +163,7 @@ else:
             "upload",
             target_elf,
             [
+                env.Action(_check_upload_words, None),
                 env.VerboseAction(
                     lambda **kw: print(
                         "QEMU %s: UART on socket://127.0.0.1:%s (waits for a client; Ctrl-C stops)"

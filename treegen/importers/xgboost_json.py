@@ -1,5 +1,5 @@
 """Parse an XGBoost model (``XGBClassifier`` / ``XGBRegressor``, a ``Booster``, or a saved JSON / UBJSON
-model file) into an :class:`~treegen.emit.importers.ensemble.ImportedEnsemble`.
+model file) into an :class:`~treegen.importers.ensemble.ImportedEnsemble`.
 
 What XGBoost computes (``gbtree``; checked bit for bit against ``Booster.predict(output_margin=True)``):
 
@@ -16,7 +16,7 @@ What XGBoost computes (``gbtree``; checked bit for bit against ``Booster.predict
   XGBoost's own sigmoid: ``0x1.8p-24`` = 8.94e-8 with XGBoost 3.2, checked on every float32 from 1/8 to
   8 times it); ``binary:logitraw`` -> class 1 iff the margin itself ``> 0.5`` (``predict`` compares its
   output, the margin, with 0.5); ``multi:softprob`` -> argmax of the float32 softmax (``tie_gap``
-  2^-22, see :mod:`~treegen.emit.importers.ensemble`); ``multi:softmax`` -> argmax of the margins.
+  2^-22, see :mod:`~treegen.importers.ensemble`); ``multi:softmax`` -> argmax of the margins.
 
 Refused with a one-line reason: ``gblinear`` and ``dart`` boosters, categorical splits, multi-target
 trees, and objectives whose link is not identity / logistic / softmax (``count:poisson``, ``reg:gamma``,
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from treegen.core.errors import TreegenError
-from treegen.emit.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
+from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
 
 SIGMOID_MARGIN = 1.5 * 2.0 ** -24    # the largest float32 margin XGBoost 3.2's float32 sigmoid maps to 0.5
 SOFTMAX_TIE_GAP = 2.0 ** -22        # float32 softmax: outputs further apart never round to one probability
@@ -294,8 +294,8 @@ def from_xgboost(model, X=None, feature_names=None, classes=None):
         ``decision_function`` == ``Booster.predict(output_margin=True)`` bit for bit for every float32
         input (NaN routed by the default directions); ``predict`` == ``XGBClassifier.predict`` (binary: the margin
         compared with ``boost.decision_threshold``; ``multi:softprob``: equal unless two margins lie within
-        ``metadata["class_tie_gap"]``, see :mod:`treegen.emit.importers.value_model`).
+        ``metadata["class_tie_gap"]``, see :mod:`treegen.importers.value_model`).
     """
-    from treegen.emit.importers.value_model import ensemble_to_model
+    from treegen.importers.value_model import ensemble_to_model
     ens = parse_xgboost(model, classes=classes)
     return ensemble_to_model(ens, X=X, feature_names=feature_names, algorithm=f"xgboost-{ens.metadata['objective']}")

@@ -1,7 +1,7 @@
 """The Q15 grid of an imported float model: an input scaling aligned to the source's thresholds and each
 threshold's grid boundary (used by the scikit-learn importer and by the value-tree importers).
 
-See :mod:`treegen.emit.importers.sklearn` ("How the thresholds are carried over") for what is exact.
+See :mod:`treegen.importers.sklearn` ("How the thresholds are carried over") for what is exact.
 """
 
 from __future__ import annotations

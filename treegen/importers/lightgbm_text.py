@@ -1,5 +1,5 @@
 """Parse a LightGBM model (``LGBMClassifier`` / ``LGBMRegressor``, a ``Booster``, or a saved model text
-file) into an :class:`~treegen.emit.importers.ensemble.ImportedEnsemble`.
+file) into an :class:`~treegen.importers.ensemble.ImportedEnsemble`.
 
 What LightGBM computes (checked bit for bit against ``Booster.predict(raw_score=True)``):
 
@@ -15,7 +15,7 @@ What LightGBM computes (checked bit for bit against ``Booster.predict(raw_score=
   double: class 1 iff raw exceeds a tiny positive double (``decision_margin``, by bisection with the C
   library's ``exp``, which LightGBM calls: ``0x1.8p-53``, checked with LightGBM on its neighbours);
   multiclass -> argmax of the double softmax (``tie_gap`` 2^-51, see
-  :mod:`~treegen.emit.importers.ensemble`).
+  :mod:`~treegen.importers.ensemble`).
 
 Refused with a one-line reason: categorical splits, linear trees, ``zero_as_missing``, the ``rf``
 boosting mode (averaged output), ``multiclassova``, a sigmoid parameter other than 1 and objectives
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from treegen.core.errors import TreegenError
-from treegen.emit.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
+from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
 
 SOFTMAX_TIE_GAP = 2.0 ** -51    # double softmax: outputs further apart never round to one probability
 IDENTITY_OBJECTIVES = ("regression", "regression_l2", "regression_l1", "huber", "fair", "quantile", "mape",
@@ -230,9 +230,9 @@ def from_lightgbm(model, X=None, feature_names=None, classes=None):
         ``decision_function`` == ``Booster.predict(raw_score=True)`` bit for bit for every float32
         input; ``predict`` == ``LGBMClassifier.predict`` (binary: the raw score compared with
         ``boost.decision_threshold``; multiclass: equal unless two raw scores lie within
-        ``metadata["class_tie_gap"]``, see :mod:`treegen.emit.importers.value_model`).
+        ``metadata["class_tie_gap"]``, see :mod:`treegen.importers.value_model`).
     """
-    from treegen.emit.importers.value_model import ensemble_to_model
+    from treegen.importers.value_model import ensemble_to_model
     ens = parse_lightgbm(model, classes=classes)
     return ensemble_to_model(ens, X=X, feature_names=feature_names,
                              algorithm=f"lightgbm-{ens.metadata['objective'].split()[0]}")

@@ -17,14 +17,14 @@ sklearn = pytest.importorskip("sklearn")
 from sklearn import ensemble as E  # noqa: E402
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris  # noqa: E402
 from sklearn.tree import DecisionTreeRegressor  # noqa: E402
+from boost_rows import check_rows  # noqa: E402
 
-from treegen.emit.importers import from_lightgbm, from_sklearn, from_xgboost  # noqa: E402
-from treegen.emit.importers.ensemble import le_threshold  # noqa: E402
-from treegen.emit.importers.lightgbm_text import parse_lightgbm  # noqa: E402
-from treegen.emit.importers.sklearn_values import parse_sklearn_values  # noqa: E402
-from treegen.emit.importers.xgboost_json import parse_xgboost  # noqa: E402
+from treegen.importers import from_lightgbm, from_sklearn, from_xgboost  # noqa: E402
+from treegen.importers.ensemble import le_threshold  # noqa: E402
+from treegen.importers.lightgbm_text import parse_lightgbm  # noqa: E402
+from treegen.importers.sklearn_values import parse_sklearn_values  # noqa: E402
+from treegen.importers.xgboost_json import parse_xgboost  # noqa: E402
 
-F32_MAX = float(np.finfo(np.float32).max)
 
 
 def _data(name):
@@ -37,30 +37,6 @@ def _bc_nan():
     X = X.copy()
     X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
     return X, y
-
-
-def check_rows(ens, X, n_random=1000, nan=True, seed=1):
-    """Random rows in the data range, rows at +-1 and +-64 float32 ulps of every threshold, the data,
-    and (``nan``) rows with 30 % NaN cells: float32 values in float64."""
-    rng = np.random.default_rng(seed)
-    filled = np.where(np.isnan(X), 0.0, X)
-    out = [rng.uniform(np.nanmin(X, 0), np.nanmax(X, 0), (n_random, X.shape[1])), filled]
-    pts = [(f, t) for f, t in ens.split_points() if abs(t) < F32_MAX]
-    base = filled[rng.integers(0, len(X), len(pts))]
-    for k in (-64, -1, 0, 1, 64):
-        B = base.copy()
-        for i, (f, t) in enumerate(pts):
-            x = np.float32(le_threshold(t, "<="))
-            for _ in range(abs(k)):
-                x = np.nextafter(x, np.float32(np.inf if k > 0 else -np.inf))
-            B[i, f] = x
-        out.append(B)
-    if nan:
-        Xn = filled[:100].copy()
-        Xn[rng.random(Xn.shape) < 0.3] = np.nan
-        out.append(Xn)
-    Z = np.vstack(out).astype(np.float32)
-    return np.clip(Z, -F32_MAX, F32_MAX).astype(np.float64)
 
 
 def _roundtrip(model):
@@ -233,9 +209,9 @@ def test_onnx_gradient_boosting_bit_equal(tmp_path):
     onnx = pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     skl2onnx = pytest.importorskip("skl2onnx")
-    from treegen.emit.importers import from_onnx
-    from treegen.emit.importers.files import import_model
-    from treegen.emit.importers.onnx_ml import onnx_tree_node, parse_onnx
+    from treegen.importers import from_onnx
+    from treegen.importers.files import import_model
+    from treegen.importers.onnx_ml import onnx_tree_node, parse_onnx
 
     for name, est in (("bc", E.GradientBoostingClassifier(n_estimators=8, max_depth=2, random_state=0)),
                       ("iris", E.GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0)),

@@ -63,13 +63,13 @@ def import_model(path, *, trust_pickle: bool = False, X=None, feature_names=None
         raise TreegenError(f"{path}: {size} bytes is too large for a model file")
     fmt = sniff_format(head)
     if fmt in ("xgboost-json", "xgboost-ubj"):
-        from treegen.emit.importers.xgboost_json import from_xgboost
+        from treegen.importers.xgboost_json import from_xgboost
         return from_xgboost(path, X=X, feature_names=feature_names)
     if fmt == "lightgbm":
-        from treegen.emit.importers.lightgbm_text import from_lightgbm
+        from treegen.importers.lightgbm_text import from_lightgbm
         return from_lightgbm(path, X=X, feature_names=feature_names)
     if fmt == "onnx":
-        from treegen.emit.importers.onnx_ml import from_onnx
+        from treegen.importers.onnx_ml import from_onnx
         return from_onnx(path, X=X, feature_names=feature_names)
     if fmt == "pickle":
         if not trust_pickle:
@@ -92,12 +92,12 @@ def _unpickle(path: Path):
 def _from_estimator(est, X, feature_names):
     module = type(est).__module__.split(".")[0]
     if module == "xgboost":
-        from treegen.emit.importers.xgboost_json import from_xgboost
+        from treegen.importers.xgboost_json import from_xgboost
         return from_xgboost(est, X=X, feature_names=feature_names)
     if module == "lightgbm":
-        from treegen.emit.importers.lightgbm_text import from_lightgbm
+        from treegen.importers.lightgbm_text import from_lightgbm
         return from_lightgbm(est, X=X, feature_names=feature_names)
     if module == "sklearn":
-        from treegen.emit.importers.sklearn import from_sklearn
+        from treegen.importers.sklearn import from_sklearn
         return from_sklearn(est, X=X, feature_names=feature_names)
     raise TreegenError(f"the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM model")

@@ -11,7 +11,7 @@ in the tests; :func:`le_threshold` turns each library test into the one form the
 stores (``float32(x) <= t32``, see ``h25`` representation): exact for every float32 input.
 
 What each library computes (checked against the library on random rows and +-64 float32 ulps around
-every threshold, ``tests/emit/importers/test_ensemble_sources.py``):
+every threshold, ``tests/importers/test_import_boosted.py``):
 
 ========================  =========  ===========  ==========  ==============  ======================
 source                    test       threshold    leaf value  sum             binary class 1 iff

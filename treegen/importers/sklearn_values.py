@@ -1,4 +1,4 @@
-"""Parse scikit-learn value-tree models into an :class:`~treegen.emit.importers.ensemble.ImportedEnsemble`:
+"""Parse scikit-learn value-tree models into an :class:`~treegen.importers.ensemble.ImportedEnsemble`:
 ``DecisionTreeRegressor``, ``RandomForestRegressor``, ``ExtraTreesRegressor`` (vote "mean"),
 ``GradientBoostingClassifier/Regressor`` and ``HistGradientBoostingClassifier/Regressor`` (vote "sum").
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from treegen.core.errors import TreegenError
-from treegen.emit.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
+from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
 
 __all__ = ["parse_sklearn_values", "VALUE_ESTIMATORS"]
 

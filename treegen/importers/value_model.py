@@ -1,4 +1,4 @@
-"""An :class:`~treegen.emit.importers.ensemble.ImportedEnsemble` -> a treegen :class:`~treegen.core.model.Model`
+"""An :class:`~treegen.importers.ensemble.ImportedEnsemble` -> a treegen :class:`~treegen.core.model.Model`
 of value trees (vote "sum" with ``boost``, or vote "mean"), following the shared representation:
 
 * each library test becomes ``float32(x) <= raw_threshold`` (:func:`le_threshold`: exact for every
@@ -17,7 +17,7 @@ raw > 0x1.8p-24 (8.94e-8: its float32 sigmoid rounds to 0.5 below), LightGBM iff
 HistGradientBoostingClassifier iff raw > 0, onnxruntime iff raw > 0 (> 0.5 when no weight is
 negative). Multiclass: the first largest raw score; XGBoost's and LightGBM's argmax of a rounded
 softmax can pick a lower index whose raw score is smaller by less than ``metadata["class_tie_gap"]``
-(the only rows where the class can differ; see :mod:`treegen.emit.importers.ensemble`).
+(the only rows where the class can differ; see :mod:`treegen.importers.ensemble`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from treegen.core.model import Model
 from treegen.core.scaling import Q15_ONE, InputScaling
 from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
-from treegen.emit.importers.ensemble import ImportedEnsemble
-from treegen.emit.importers.grid import _choose_scaling, _grid_threshold
+from treegen.importers.ensemble import ImportedEnsemble
+from treegen.importers.grid import _choose_scaling, _grid_threshold
 
 __all__ = ["ensemble_to_model", "library_decision"]
 

@@ -27,7 +27,7 @@ from treegen.core.tree import LEAF
 from treegen.emit import quantize as qz
 from treegen.emit.check import f32_leaves, predict_f32, predict_fixed
 from treegen.emit.export import build_context, export_model
-from treegen.emit.importers import from_sklearn
+from treegen.importers import from_sklearn
 from treegen.emit.lower_f32 import f32_axis_split
 
 ULPS = 64

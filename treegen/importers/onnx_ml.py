@@ -1,5 +1,5 @@
 """Parse an ONNX-ML ``TreeEnsembleRegressor`` / ``TreeEnsembleClassifier`` (what skl2onnx and onnxmltools
-write) into an :class:`~treegen.emit.importers.ensemble.ImportedEnsemble`.
+write) into an :class:`~treegen.importers.ensemble.ImportedEnsemble`.
 
 What onnxruntime computes for a float model (``nodes_values`` float32; checked bit for bit against
 onnxruntime with one intra-op thread and ``post_transform`` NONE):
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from treegen.core.errors import TreegenError
-from treegen.emit.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree, le_threshold
+from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree, le_threshold
 
 OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier")
 LINKS = {"NONE": "identity", "LOGISTIC": "logistic", "SOFTMAX": "softmax"}
@@ -194,7 +194,7 @@ def from_onnx(model, X=None, feature_names=None):
     """Import an ONNX-ML tree ensemble (a path or an ``onnx.ModelProto``) as a treegen ``Model``: its
     raw scores (``post_transform`` NONE) equal onnxruntime's (one thread) bit for bit, see the module
     documentation."""
-    from treegen.emit.importers.value_model import ensemble_to_model
+    from treegen.importers.value_model import ensemble_to_model
     ens = parse_onnx(model)
     return ensemble_to_model(ens, X=X, feature_names=feature_names, algorithm="onnx-" + ens.metadata["objective"]
                              .split()[0])

@@ -23,8 +23,8 @@ from sklearn.tree import DecisionTreeClassifier
 
 from treegen import Model, TreegenError, load, save
 from treegen.core.tree import LEAF
-from treegen.emit.importers import from_sklearn
-from treegen.emit.importers.sklearn import f32_split
+from treegen.importers import from_sklearn
+from treegen.importers.sklearn import f32_split
 
 Q15_SETS = ["bcw", "ttt", "pid"]
 TREE_PARAMS = [dict(random_state=0), dict(random_state=1, max_depth=4), dict(random_state=2, min_samples_leaf=5)]

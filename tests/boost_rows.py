@@ -1,0 +1,33 @@
+"""The probe rows the boosted-import and boosted-export tests check against each source library."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from treegen.importers.ensemble import le_threshold
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_rows(ens, X, n_random=1000, nan=True, seed=1):
+    """Random rows in the data range, rows at +-1 and +-64 float32 ulps of every threshold, the data,
+    and (``nan``) rows with 30 % NaN cells: float32 values in float64."""
+    rng = np.random.default_rng(seed)
+    filled = np.where(np.isnan(X), 0.0, X)
+    out = [rng.uniform(np.nanmin(X, 0), np.nanmax(X, 0), (n_random, X.shape[1])), filled]
+    pts = [(f, t) for f, t in ens.split_points() if abs(t) < F32_MAX]
+    base = filled[rng.integers(0, len(X), len(pts))]
+    for k in (-64, -1, 0, 1, 64):
+        B = base.copy()
+        for i, (f, t) in enumerate(pts):
+            x = np.float32(le_threshold(t, "<="))
+            for _ in range(abs(k)):
+                x = np.nextafter(x, np.float32(np.inf if k > 0 else -np.inf))
+            B[i, f] = x
+        out.append(B)
+    if nan:
+        Xn = filled[:100].copy()
+        Xn[rng.random(Xn.shape) < 0.3] = np.nan
+        out.append(Xn)
+    Z = np.vstack(out).astype(np.float32)
+    return np.clip(Z, -F32_MAX, F32_MAX).astype(np.float64)
