@@ -158,6 +158,9 @@ def _print_hil(r: dict) -> None:
         print(f"{c['name']:<16}{'ok' if c['ok'] else 'FAILED'}  {c['message']}")
     if r["accuracy"] is not None:
         print(f"accuracy        {100 * r['accuracy']:.2f} %  (device predictions vs the labels)")
+    if r.get("rmse") is not None:                 # regression: the device's values against the targets
+        flt = f"; the float model's {r['rmse_float']:.6g}" if r.get("rmse_float") is not None else ""
+        print(f"RMSE            {r['rmse']:.6g}  (device values vs the labels{flt})")
     if r["rows_per_s"] is not None:
         print(f"throughput      {r['rows_per_s']:.0f} rows/s  ({r['rows']} rows in {r['seconds']['predict']:.2f} s)")
     if r["bench"] is not None:

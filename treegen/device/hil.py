@@ -571,8 +571,12 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
     if timeout <= 0:
         raise TreegenError("timeout must be > 0 seconds")
     if port is None and tgt.kind == "board":
+        from treegen.device.platformio import emulated_stand_in
+
+        twin = emulated_stand_in(tgt)
         raise TreegenError(f"target {tgt.name!r} is a real board: give its serial port (--port /dev/ttyACM0 ...) "
-                           f"after 'treegen flash MODEL --target {tgt.name}'")
+                           f"after 'treegen flash MODEL --target {tgt.name}'"
+                           + (f", or run on its emulated stand-in (--target {twin})" if twin else ""))
     if port is None and build_dir is None:
         raise TreegenError("run_hil needs build_dir (where to build the firmware) or port (a running device)")
     if data is None:
@@ -790,6 +794,8 @@ def _value_figures(report: dict, ref: Reference, got: np.ndarray) -> None:
     if ref.target_values is not None and diff.size:
         err = values - ref.target_values
         report["rmse"] = float(np.sqrt(np.mean(err * err)))
+        err = ref.float_values - ref.target_values
+        report["rmse_float"] = float(np.sqrt(np.mean(err * err)))
 
 
 def summary(report: dict) -> str:

@@ -19,7 +19,7 @@ from treegen.emit.lower_boost import (c_float, lower_boost, lower_boost_q15, pre
                                       predict_raw, predict_raw_q15)
 from treegen.emit.options import resolve_variant
 from treegen.emit.report import ExportReport
-from treegen.emit.size import measure_size
+from treegen.emit.size import measure_linked, measure_size
 
 PER_ROW = 8
 
@@ -110,8 +110,9 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
     check_overwrite(texts, force=force)
     for path, text in texts.items():
         write_generated(path, text, force=force)
-    size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
-        {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
+    eps = boost_entry_points(ident, dtype="f32", classification=model.task == "classification",
+                             sum_dtype=tb.sum_dtype)
+    size = _measure(out, ident, tgt, model.n_features, eps, measure)
     exact = bool(tgt.extra.get("ieee_float", True))   # IEEE binary32 (and binary64 double) arithmetic
     if model.task != "classification":
         rule = "the prediction is raw[0]"
@@ -139,14 +140,24 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
         acc_bits=None, exact=exact, unresolved_rows=[],
         field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]}, estimated_bytes=estimated,
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
-        flash_bytes_inference=None if size["flash_bytes"] is None else int(sum(
-            v for k, v in size["sections"].items() if k.startswith((".text", ".rodata", ".data", ".sdata"))
-            and "class_labels" not in k and ".str" not in k)),
-        size_note=size["note"], agreement=agreement, notes=notes,
+        flash_bytes_inference=size["inference"], size_note=size["note"], agreement=agreement, notes=notes,
         vote=f"sum ({tb.sum_dtype}, link {model.boost['link']})", input_contract="float32", guarantee=guarantee,
-        linked_note="not linked (boosted export: the object is measured)", task=model.task,
-        entry_points=boost_entry_points(ident, dtype="f32", classification=model.task == "classification",
-                                        sum_dtype=tb.sum_dtype))
+        linked_q15=size["linked"].get("q15"), linked_float=size["linked"].get("float"),
+        linked_note=size["linked"]["note"], task=model.task, entry_points=eps)
+
+
+def _measure(out, ident: str, tgt, n_features: int, entry_points: list, measure: bool) -> dict:
+    """The compiled object's sizes, the inference path's (all but the class labels and their strings)
+    and the linked probes of the recorded ``entry_points`` (:func:`treegen.emit.size.measure_linked`)."""
+    if not measure:
+        return {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
+                "inference": None, "linked": {"note": "not linked (measure=False)"}}
+    size = measure_size(out / f"{ident}.c", tgt, out)
+    size["inference"] = None if size["flash_bytes"] is None else int(sum(
+        v for k, v in size["sections"].items() if k.startswith((".text", ".rodata", ".data", ".sdata"))
+        and "class_labels" not in k and ".str" not in k))
+    size["linked"] = measure_linked(out, ident, tgt, "", n_features, entry_points=entry_points)
+    return size
 
 
 def q15_context(model, tq, *, name: str, target_name: str) -> dict:
@@ -202,8 +213,8 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
     check_overwrite(texts, force=force)
     for path, text in texts.items():
         write_generated(path, text, force=force)
-    size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
-        {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
+    eps = boost_entry_points(ident, dtype="q15", classification=model.task == "classification")
+    size = _measure(out, ident, tgt, model.n_features, eps, measure)
     off = int(model.metadata.get("thresholds_off_grid", -1)) if "thresholds_off_grid" in model.metadata else None
     if model.task == "classification" and tq.n_outputs == 1:
         value, rule = model.decision_threshold
@@ -224,7 +235,8 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
         field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]},
         estimated_bytes=int(tq.feat.size * (tq.feat_bits // 8 + 2 + tq.right_bits // 8) + tq.values.size * 4),
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
+        flash_bytes_inference=size["inference"],
         size_note=size["note"], agreement=agreement, notes=notes, thresholds_off_grid=off,
         vote=f"sum (int32_t, 2^-{tq.frac_bits} units, decision bound {tq.bound:.3g})", input_contract="q15",
-        guarantee=guarantee, linked_note="not linked (boosted export: the object is measured)", task=model.task,
-        entry_points=boost_entry_points(ident, dtype="q15", classification=model.task == "classification"))
+        guarantee=guarantee, linked_q15=size["linked"].get("q15"), linked_float=size["linked"].get("float"),
+        linked_note=size["linked"]["note"], task=model.task, entry_points=eps)
