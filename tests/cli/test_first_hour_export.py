@@ -67,3 +67,89 @@ def test_trained_model_keeps_q15_default(tmp_path):
     X, y = load_breast_cancer(return_X_y=True)
     est = make_estimator("cart", max_depth=3, random_state=0).fit(X, y)
     assert default_dtype(est.model_) == "q15"
+
+
+# ---------------------------------------------------------------------- point 3: messages
+
+def test_boosted_build_and_export_report_sizes_without_compiler_errors(files, capsys):
+    """A successful build of a boosted model printed a cut-off compiler error (the size probe called a
+    float entry the Q15 export does not have); export printed 'inference path alone None bytes'."""
+    d = files
+    run_cli(capsys, ["import", d / "x.json", "--data", d / "train.csv", "-o", d / "xb.json"])
+    for dtype in ("q15", "f32"):
+        code, out, err = run_cli(capsys, ["export", d / "xb.json", "--target", "qemu-m4", "--dtype", dtype,
+                                          "-o", d / f"xb_{dtype}"])
+        assert code == 0, err
+        assert "None" not in out and "failed" not in out, out
+        entry = "Q15 entry tg_xb_predict_q15" if dtype == "q15" else "float entry tg_xb_predict"
+        assert f"linked          {entry}: " in out, out
+    code, out, err = run_cli(capsys, ["build", d / "xb.json", "--target", "qemu-m4", "-o", d / "xb_build"])
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("model linked"))
+    assert "failed" not in line and "Q15 entry" in line and "linked image" in line, line
+
+
+@pytest.fixture(scope="module")
+def regression(tmp_path_factory):
+    from sklearn.ensemble import RandomForestRegressor
+
+    d = tmp_path_factory.mktemp("first_hour_reg")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 10, (300, 4))
+    y = X[:, 0] * 0.3 + np.sin(X[:, 1])
+    joblib.dump(RandomForestRegressor(n_estimators=3, max_depth=4, random_state=0).fit(X, y), d / "r.joblib")
+    np.savetxt(d / "r.csv", np.column_stack([X, y]), delimiter=",", header="a,b,c,d,y", comments="", fmt="%.17g")
+    code = __import__("treegen.cli", fromlist=["main"]).main(["import", str(d / "r.joblib"), "--trust-pickle",
+                                                               "--data", str(d / "r.csv"), "-o", str(d / "r.json")])
+    assert code == 0
+    return d
+
+
+def test_regression_export_states_its_tolerance(regression, capsys):
+    """'(0.00 % equal)' beside a max difference of 1.5e-7: the export now says within what tolerance."""
+    d = regression
+    for dtype, tol in (("f32", "3 x 2^-23 relative"), ("q15", "the rounding bound of the value table")):
+        code, out, err = run_cli(capsys, ["export", d / "r.json", "--target", "qemu-m4", "--dtype", dtype,
+                                          "--data", d / "r.csv", "-o", d / f"r_{dtype}"])
+        assert code == 0, err
+        values = next(x for x in out.splitlines() if x.startswith("values"))
+        assert " % equal)" not in values and "% of rows within " in values and tol in values, values
+        assert "% bit-equal)" in values, values
+
+
+def test_regression_hil_prints_rmse(regression, capsys, tmp_path):
+    """Regression HIL printed no RMSE; now the device's beside the float model's."""
+    d = regression
+    code, out, err = run_cli(capsys, ["hil", d / "r.json", "--target", "qemu-m4", "--data", d / "r.csv",
+                                      "-o", tmp_path / "hil", "--quiet"])
+    assert code == 0, err + out
+    line = next(x for x in out.splitlines() if x.startswith("RMSE"))
+    assert "device values vs the labels; the float model's" in line, line
+
+
+def test_import_forest_names_the_cli_option_and_the_decision(files, capsys, tmp_path):
+    """A forest imported without --data asked for 'X=' and printed 'library decision: ?'."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    joblib.dump(RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y), tmp_path / "f.joblib")
+    code, out, err = run_cli(capsys, ["import", tmp_path / "f.joblib", "--trust-pickle", "-o", tmp_path / "f.json"])
+    assert code == 2 and "--data" in err and "X=" not in err.replace("X= in Python", ""), err
+    code, out, err = run_cli(capsys, ["import", tmp_path / "f.joblib", "--trust-pickle", "--data",
+                                      files / "train.csv", "--label", "label", "-o", tmp_path / "f.json"])
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("library decision"))
+    assert "?" not in line and "scikit-learn's predict" in line, line
+
+
+def test_board_hint_names_its_emulated_stand_in(capsys, tmp_path):
+    """'--target arduino_uno' hinted qemu-m4/qemu-microbit: the hint now comes from the target files
+    (the emulated target whose ``image`` is the board's)."""
+    from treegen.core import targets
+
+    twin = next(t.name for t in targets.all_targets() if t.kind == "emulated" and t.image == "arduino_uno")
+    csv = tmp_path / "d.csv"
+    np.savetxt(csv, np.column_stack([np.arange(40) % 7, np.arange(40) % 2]), delimiter=",", header="a,y",
+               comments="", fmt="%d")
+    code, out, err = run_cli(capsys, ["tune", csv, "--target", "arduino_uno", "-o", tmp_path / "t"])
+    assert code == 2 and f"--target {twin}" in err and "qemu-m4" not in err, err
