@@ -226,6 +226,9 @@ def _print_library_use(args, out: Path, name: str) -> None:
         ex = example_path(out, name, args.lib_layout)
         if args.lib_layout == "arduino":
             print(f"example         {ex} (File > Examples > {name} in the Arduino IDE)")
+        elif args.lib_layout == "zephyr":
+            print(f"example         west build -b <board> {out / 'example'}  (a Zephyr sample: CMakeLists.txt, "
+                  "prj.conf, sample.yaml, src/main.c)")
         else:
             print(f"example         cc -std=c99 -O2 -I {src} {src / (name + '.c')} {ex} -o {name}_example")
 

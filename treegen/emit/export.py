@@ -123,16 +123,19 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     lowered = _lower.lower(model, dtype=dtype, vote=vote, soft=soft, X_q15=X_q, values=values)
     examples, agreement = _check.check(lowered, model, X_raw, X_q, labels)
     ctx = _contexts.template_context(lowered, model, name=ident, target=tgt, layout=layout, variant=variant,
-                                     examples=examples)
+                                     examples=examples, progmem=lib_layout == "arduino")
     estimated = _size.check_flash(ctx, soft, tgt)
-    files, src_dir = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force)
+    files, src_dir, lib_notes = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example,
+                                                       force=force)
     size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features, link=link, value=model.is_regression)
             if measure
             else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
                   "linked": {"note": "not linked (measure=False)"}})
-    return _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,
-                               estimated=estimated, size=size, agreement=agreement,
-                               ieee_float=bool(tgt.extra.get("ieee_float", True)))
+    rep = _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,
+                              estimated=estimated, size=size, agreement=agreement,
+                              ieee_float=bool(tgt.extra.get("ieee_float", True)))
+    rep.notes.extend(lib_notes)
+    return rep
 
 
 def build_context(model: Model, *, name: str, target, layout: str, dtype: str, variant: str,
