@@ -109,10 +109,10 @@ def cmd_export(args) -> int:
     print(f"target          {rep.target}  ({target.core}; {flags})")
     auto = ""
     if args.dtype == "auto":
-        auto = (" (auto: the source's float32 tests, which Q15 would not reproduce)" if rep.dtype == "f32"
-                else " (auto: exact on the Q15 grid)")
-    print(f"export          {rep.name}: layout {rep.layout}, dtype {rep.dtype}{auto}"
-          + (f", variant {rep.variant}" if rep.dtype == "q15" else ""))
+        auto = ("  (dtype auto: the source's float32 tests, which Q15 would not reproduce)" if rep.dtype == "f32"
+                else "  (dtype auto: the model's Q15 tests)")
+    print(f"export          {rep.name}: layout {rep.layout}, dtype {rep.dtype}"
+          + (f", variant {rep.variant}" if rep.dtype == "q15" else "") + auto)
     print(f"files           {', '.join(rep.files)}")
     _print_library_use(args, out, rep.name)
     print(f"input contract  {rep.input_contract}" + ("  (raw integer inputs; tg_" + rep.name + "_predict rounds others)"

@@ -201,11 +201,11 @@ def _check_values(lowered, model, X_raw, X_q15, labels) -> tuple[tuple, dict | N
     # precision (2^-23 relative, once per tree summed)
     if lowered.dtype == "q15":
         tol = np.full(want.shape, float(lowered.values.bound))
-        tol_text = f"{float(lowered.values.bound):.3g}, the rounding bound of the value table"
+        tol_text = f"{float(lowered.values.bound):.3g} (the rounding bound of the value table)"
     else:
         n = len(model.trees)
         tol = np.maximum(np.abs(want), np.finfo(np.float32).tiny) * (n * 2.0 ** -23)
-        tol_text = f"{n} x 2^-23 relative, float32 precision{' per tree summed' if n > 1 else ''}"
+        tol_text = f"{n} x 2^-23 relative (float32 precision{', per tree summed' if n > 1 else ''})"
     agreement = {"rows": int(X_raw.shape[0]), "task": "regression",
                  f"{key}_vs_float": float(np.mean(got == want)),
                  f"{key}_vs_float_within": float(np.mean(np.abs(diff) <= tol)),

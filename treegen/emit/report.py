@@ -131,7 +131,7 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
                             f"{agreement[f'{key}_vs_float_max_abs']:.3g} from the float model; "
                             f"{100 * agreement[f'{key}_vs_float_within']:.2f} % of rows within "
                             f"{agreement[f'{key}_vs_float_tolerance']}, "
-                            f"{100 * agreement[f'{key}_vs_float']:.2f} % bit-equal)")
+                            f"{100 * agreement[f'{key}_vs_float']:.2f} % bit-equal")
     elif soft is not None:
         guarantee += ("; soft vote exact (every leaf probability is a multiple of 2^-15)" if soft.exact else
                       f"; soft vote == float argmax unless two class means differ by <= {soft.bound:.3g}")
