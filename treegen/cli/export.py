@@ -141,9 +141,16 @@ def cmd_export(args) -> int:
             why.append(f"soft vote within {rep.soft_vote_bound:.3g}")
         if any(t["kind"] == "oblique" for t in rep.trees) and rep.dtype == "f32":
             why.append("oblique float32 arithmetic")
-        if rep.dtype == "q15" and not all(t["exact"] for t in rep.trees):
+        boosted = rep.vote.startswith("sum")
+        if boosted and rep.dtype == "q15":
+            why.append("leaf values rounded to int32_t, tests on the Q15 grid")
+        elif boosted:
+            why.append(f"{rep.target}'s float arithmetic is not IEEE-754 throughout")
+        elif rep.dtype == "q15" and not all(t["exact"] for t in rep.trees):
             why.append("inexact coefficients, thresholds fitted to the data given")
         key = "fixed_vs_float" if rep.dtype == "q15" else "f32_vs_float"
+        if rep.agreement and "class_agreement" in rep.agreement:     # boosted f32: the C mirror's classes
+            key = "class_agreement"
         measured = (f"; measured {100 * rep.agreement[key]:.2f} % agreement on the {rep.agreement['rows']} rows of --data"
                     if rep.agreement and key in rep.agreement else "; give --data to measure the agreement")
         if rep.task == "regression":
