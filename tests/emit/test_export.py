@@ -54,7 +54,8 @@ def test_cli_export_report_and_json(tmp_path, model_file, data_file, capsys):
                                      "-o", out, "--json", js])
     assert code == 0, err
     assert err == ""
-    assert sorted(p.name for p in out.iterdir()) == [".treegen-manifest.json", "iris.c", "iris.h"]      # the library only: no main()
+    # the library only: no main()
+    assert sorted(p.name for p in out.iterdir()) == [".treegen-manifest.json", "iris.c", "iris.h"]
     for text in ("target          cortex-m4", "layout table, dtype q15, variant dsp", "field types",
                  "agreement       100.00 % fixed-point vs float  (200 rows)", "accuracy        float 90.00 %",
                  "flash / RAM"):

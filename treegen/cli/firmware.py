@@ -101,7 +101,7 @@ def _print_size(flash: int, ram: int, target) -> None:
 def _print_model_linked(src: Path, model, target) -> None:
     """Beside the firmware's size: what the model alone costs in a linked image for the target
     (:func:`treegen.emit.size.measure_linked`, library routines included)."""
-    from treegen.emit.entry_points import boost_entry_points, tree_entry_points
+    from treegen.emit.entry_points import boost_entry_points
     from treegen.emit.size import measure_linked
 
     predict = "predict_value_q15" if model.is_regression and model.vote != "sum" else "predict_q15"
@@ -109,11 +109,12 @@ def _print_model_linked(src: Path, model, target) -> None:
              and f"tg_{h.stem}_{predict}(" in h.read_text(encoding="utf-8", errors="replace")]
     if len(names) != 1:
         return
-    # the probes call what the firmware's (q15) export declares: the boosted Q15 C has no float entry
+    # the probes call what the firmware's (q15) export declares: the boosted Q15 C has no float entry;
+    # a tree export's names follow from its dtype (measure_linked derives them)
     eps = (boost_entry_points(names[0], dtype="q15", classification=not model.is_regression)
-           if model.vote == "sum" else
-           tree_entry_points(names[0], dtype="q15", regression=model.is_regression, soft=False))
-    linked = measure_linked(src, names[0], target, "q15", model.n_features, entry_points=eps)
+           if model.vote == "sum" else None)
+    linked = measure_linked(src, names[0], target, "q15", model.n_features, value=model.is_regression,
+                            entry_points=eps)
     parts = [f"{what} {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, d in
              (("Q15 entry", linked.get("q15")), ("float entry", linked.get("float"))) if d is not None]
     print(f"model linked    {'; '.join(parts) or 'not measured'} flash / RAM  ({linked['note']})")

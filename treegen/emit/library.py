@@ -32,8 +32,9 @@ import importlib.metadata
 from pathlib import Path
 
 from treegen.core.codegen import check_overwrite, prepare_out_dir, render, write_generated
+from treegen.core.errors import TreegenError
 from treegen.emit import manifest as _manifest
-from treegen.emit.options import LIB_LAYOUTS, _choice
+from treegen.emit.options import LIB_LAYOUTS
 
 LIB_VERSION = "1.0.0"      # version of the generated PlatformIO/Arduino library (the model hash identifies it)
 TEMPLATES = {"header": "c/model.h.j2", "source": "c/model.c.j2", "main": "c/main.c.j2",
@@ -112,7 +113,8 @@ def library_texts(ctx: dict, out_dir, *, lib_layout: str = "plain", example: boo
     """{path: text} of an export (see :data:`LIB_LAYOUTS`), rendered from the templates. ``sources``:
     the template keys (or template names) of ``<name>.h`` and ``<name>.c``; ``spec``: the example
     description (default :func:`example_spec` of ``ctx``); a boosted export passes both."""
-    _choice(lib_layout, LIB_LAYOUTS, "library layout")
+    if lib_layout not in LIB_LAYOUTS:      # checked up front by the options pass; this guards direct calls
+        raise TreegenError(f"unknown library layout {lib_layout!r} (choose from {', '.join(LIB_LAYOUTS)})")
     out, ident = Path(out_dir), ctx["name"]
     src = library_src_dir(out, lib_layout)
     texts = {}
