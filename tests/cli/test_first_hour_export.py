@@ -155,3 +155,32 @@ def test_board_hint_names_its_emulated_stand_in(capsys, tmp_path):
                comments="", fmt="%d")
     code, out, err = run_cli(capsys, ["tune", csv, "--target", "arduino_uno", "-o", tmp_path / "t"])
     assert code == 2 and f"--target {twin}" in err and "qemu-m4" not in err, err
+
+
+def test_boot_ping_survives_a_late_answer():
+    """The walkthrough's HIL on qemu-netduinoplus2 (issue #34 acceptance 3) failed on a loaded host with
+    'response to PING (seq 3): wrong SEQ 2': the third and last boot PING met the late answer to the
+    second. A late answer means the device is up: await_boot PINGs again instead of giving up."""
+    from treegen.device.hil import BOOT_PING_TIMEOUTS, await_boot
+    from treegen.device.protocol import DeviceTimeout, ProtocolError
+
+    class Client:
+        max_payload_hint = 64
+
+        def __init__(self, events):
+            self.events, self.waits = list(events), []
+
+        def ping(self, data, timeout):
+            self.waits.append(timeout)
+            event = self.events.pop(0)
+            if event is not None:
+                raise event
+            return data
+
+    late = ProtocolError("response to PING (seq 3): wrong SEQ 2 (expected 3), TYPE 0x81")
+    client = Client([DeviceTimeout("lost"), DeviceTimeout("slow"), late, None])
+    await_boot(client)
+    assert client.waits == [BOOT_PING_TIMEOUTS[0], BOOT_PING_TIMEOUTS[1], BOOT_PING_TIMEOUTS[2],
+                            BOOT_PING_TIMEOUTS[2]] and client.max_payload_hint == 64
+    with pytest.raises(DeviceTimeout):                 # a device that never answers still fails
+        await_boot(Client([DeviceTimeout("x")] * len(BOOT_PING_TIMEOUTS)))

@@ -385,13 +385,21 @@ def await_boot(client: DeviceClient, *, timeouts=BOOT_PING_TIMEOUTS) -> None:
     # suffix of it holds the sync pair A5 5A: a short flush is enough. The client's default flush
     # (max_payload + 8 zeros, 64 KiB before INFO) would queue behind the next PING for seconds.
     hint, client.max_payload_hint = client.max_payload_hint, MIN_PAYLOAD
+    attempt, late = 0, 0
     try:
-        for attempt, timeout in enumerate(timeouts):
+        while True:
             try:
-                client.ping(b"boot", timeout=timeout)
+                client.ping(b"boot", timeout=timeouts[attempt])
                 return
-            except (DeviceTimeout, ProtocolError):     # lost, or the late answer to an earlier PING
-                if attempt == len(timeouts) - 1:
+            except DeviceTimeout:                      # lost (or slow): the next try waits longer
+                attempt += 1
+                if attempt == len(timeouts):
+                    raise
+            except ProtocolError:
+                # the late answer to an earlier PING (a slow boot on a loaded host): the device is up;
+                # PING again with the same wait (the answer to this one is already on its way)
+                late += 1
+                if late > len(timeouts):
                     raise
     finally:
         client.max_payload_hint = hint
