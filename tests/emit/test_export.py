@@ -54,7 +54,8 @@ def test_cli_export_report_and_json(tmp_path, model_file, data_file, capsys):
                                      "-o", out, "--json", js])
     assert code == 0, err
     assert err == ""
-    assert sorted(p.name for p in out.iterdir()) == ["iris.c", "iris.h"]      # the library only: no main()
+    # the library only: no main()
+    assert sorted(p.name for p in out.iterdir()) == [".treegen-manifest.json", "iris.c", "iris.h"]
     for text in ("target          cortex-m4", "layout table, dtype q15, variant dsp", "field types",
                  "agreement       100.00 % fixed-point vs float  (200 rows)", "accuracy        float 90.00 %",
                  "flash / RAM"):
@@ -75,7 +76,7 @@ def test_cli_export_report_and_json(tmp_path, model_file, data_file, capsys):
                                      "-o", out, "--example"])
     assert code == 0, err
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == \
-        ["example/main.c", "iris.c", "iris.h"]
+        [".treegen-manifest.json", "example/main.c", "iris.c", "iris.h"]
     assert f"example         cc -std=c99 -O2 -I {out} {out / 'iris.c'} {out / 'example/main.c'}" in stdout
     exe = tmp_path / "main"
     subprocess.run([require("gcc"), *STRICT_CFLAGS, "-I", str(out), str(out / "iris.c"), str(out / "example/main.c"),
@@ -89,7 +90,7 @@ def test_cli_export_options(tmp_path, model_file, capsys):
     code, stdout, err = run(capsys, ["export", model_file, "--target", "cortex-m0plus", "--layout", "unrolled",
                                      "--dtype", "f32", "--name", "My Model-1", "-o", out])
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["my_model_1.c", "my_model_1.h"]
+    assert sorted(p.name for p in out.iterdir()) == [".treegen-manifest.json", "my_model_1.c", "my_model_1.h"]
     header = (out / "my_model_1.h").read_text()
     assert "int tg_my_model_1_predict_f32(const float *x_raw);" in header
     assert "predict_q15" not in header

@@ -102,7 +102,7 @@ def test_plain_export_builds_unchanged_in_an_app_with_its_own_main(models, name,
     model_file, model = files[name]
     export = tmp_path / "export"
     _export(capsys, model_file, export)
-    assert sorted(p.name for p in export.iterdir()) == [f"{name}.c", f"{name}.h"]
+    assert sorted(p.name for p in export.iterdir()) == [".treegen-manifest.json", f"{name}.c", f"{name}.h"]
     app = tmp_path / "app"
     (app / "src").mkdir(parents=True)
     (app / "src" / "main.c").write_text(app_main_c(name, X, _expected(model, X)))
@@ -123,11 +123,15 @@ def test_arduino_library_compiles_as_an_arduino_build_would(models, tmp_path, ca
     stdout = _export(capsys, model_file, lib, "--lib-layout", "arduino", "--example")
     assert "library         Arduino library" in stdout
     assert sorted(p.relative_to(lib).as_posix() for p in lib.rglob("*") if p.is_file()) == \
-        ["examples/blossom/blossom.ino", "library.properties", "src/blossom.c", "src/blossom.h"]
+        [".treegen-manifest.json", "examples/blossom/blossom.ino", "library.properties", "src/blossom.c",
+         "src/blossom.h"]
     props = dict(line.split("=", 1) for line in (lib / "library.properties").read_text().splitlines()
                  if line and not line.startswith("#"))
     assert props["name"] == "blossom" and props["includes"] == "blossom.h" and props["architectures"] == "*"
-    assert set(props) >= {"version", "author", "maintainer", "sentence", "paragraph", "category", "url"}
+    assert set(props) >= {"version", "author", "maintainer", "sentence", "paragraph", "category"}
+    # url: the package's project URL when its metadata declares one, else no line (never an empty url=)
+    from treegen.emit.library import project_url
+    assert props.get("url") == project_url()
     src, sketch = lib / "src", lib / "examples" / "blossom" / "blossom.ino"
 
     # host: library C as C99 (strict), sketch as C++ with the stub core; link, run, compare
@@ -162,4 +166,8 @@ def test_the_three_layouts_hold_the_same_c(models, tmp_path, capsys):
         src = tmp_path / layout if layout == "plain" else tmp_path / layout / "src"
         got[layout] = [(src / f).read_bytes() for f in ("flowers.h", "flowers.c")]
         assert not list((tmp_path / layout).rglob("main.c")) and not list((tmp_path / layout).rglob("*.ino"))
-    assert got["plain"] == got["platformio"] == got["arduino"]
+    assert got["plain"] == got["platformio"]
+    # the Arduino library keeps its tables in AVR program memory whatever the target (selected in the
+    # C by __AVR__, plain const tables elsewhere): its header is the same, its C the AVR-ready one
+    assert got["arduino"][0] == got["plain"][0]
+    assert "#if defined(__AVR__)" in got["arduino"][1].decode() and b"PROGMEM" not in got["plain"][1]

@@ -48,7 +48,7 @@ def _cmake_build(src: Path, build: Path, *extra: str) -> None:
 def test_cmake_library_in_a_user_program_host_and_arm(tmp_path):
     lib = _export(tmp_path, "cmake")
     assert sorted(p.relative_to(lib).as_posix() for p in lib.rglob("*") if p.is_file()) == \
-        ["CMakeLists.txt", "example/main.c", "src/demo.c", "src/demo.h"]
+        [".treegen-manifest.json", "CMakeLists.txt", "example/main.c", "src/demo.c", "src/demo.h"]
     (tmp_path / "CMakeLists.txt").write_text(USER_CMAKE)
     (tmp_path / "main.c").write_text((lib / "example" / "main.c").read_text())
     _cmake_build(tmp_path, tmp_path / "build-host", "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror -Wconversion")

@@ -263,7 +263,8 @@ def test_export_report_is_truthful(tmp_path, capsys):
     csv = tmp_path / "wine.csv"
     np.savetxt(csv, np.c_[X, y], delimiter=",", header=",".join([f"f{i}" for i in range(13)] + ["y"]), comments="",
                fmt="%.17g")
-    code, out, _ = run_cli(capsys, ["export", path, "--target", "cortex-m4", "--data", csv, "-o", tmp_path / "q"])
+    code, out, _ = run_cli(capsys, ["export", path, "--target", "cortex-m4", "--dtype", "q15", "--data", csv,
+                                    "-o", tmp_path / "q"])
     assert code == 0
     assert "input contract  float32" in out and "vote            soft" in out
     exact = next(line for line in out.splitlines() if line.startswith("exact"))

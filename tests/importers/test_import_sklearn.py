@@ -253,7 +253,7 @@ def test_single_leaf_tree():
 def test_errors(breast_cancer):
     X, y = breast_cancer
     clf = DecisionTreeClassifier(random_state=0, max_depth=3).fit(X, y)
-    with pytest.raises(TreegenError, match="pass the training data as X"):
+    with pytest.raises(TreegenError, match=r"pass the training data \(X= in Python, --data"):
         from_sklearn(clf)  # float thresholds, no X
     with pytest.raises(TreegenError, match="feature names"):
         from_sklearn(clf, feature_names=["a"], X=X)

@@ -16,7 +16,7 @@ from treegen.core.model import load
 from treegen.core.output import write_json
 from treegen.core.targets import all_targets
 from treegen.core.targets import get as get_target
-from treegen.emit.export import DTYPES as EXPORT_DTYPES
+from treegen.emit.export import DTYPE_CHOICES as EXPORT_DTYPES
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 from treegen.emit.export import LIB_LAYOUTS as EXPORT_LIB_LAYOUTS
 from treegen.emit.export import VARIANTS as EXPORT_VARIANTS
@@ -35,7 +35,9 @@ def register(sub) -> None:
     input_(p.add_argument("--target", required=True, metavar="T", help="target name (see 'treegen targets')"), "target")
     p.add_argument("--layout", choices=EXPORT_LAYOUTS, default="table",
                    help="table: const node arrays + a loop; unrolled: one code block per node (default table)")
-    p.add_argument("--dtype", choices=EXPORT_DTYPES, default="q15", help="q15 fixed point or f32 (default q15)")
+    p.add_argument("--dtype", choices=EXPORT_DTYPES, default="auto",
+                   help="q15 fixed point or f32; auto (default): the exact one, f32 for imported float models "
+                        "(boosted, regressors, thresholds off the Q15 grid), q15 otherwise")
     p.add_argument("--variant", choices=EXPORT_VARIANTS, default="auto",
                    help="oblique multiply-accumulate: scalar C, ARMv7E-M dsp, Helium mve, or auto (mve, else dsp, "
                         "if the target has it)")
@@ -106,8 +108,12 @@ def cmd_export(args) -> int:
     flags = ", ".join(f for f, on in (("FPU", target.fpu), ("DSP", target.dsp)) if on) or "no FPU, no DSP"
     print(f"model           {args.model}  (sha256 {rep.model_hash[:16]})")
     print(f"target          {rep.target}  ({target.core}; {flags})")
+    auto = ""
+    if args.dtype == "auto":
+        auto = ("  (dtype auto: the source's float32 tests, which Q15 would not reproduce)" if rep.dtype == "f32"
+                else "  (dtype auto: the model's Q15 tests)")
     print(f"export          {rep.name}: layout {rep.layout}, dtype {rep.dtype}"
-          + (f", variant {rep.variant}" if rep.dtype == "q15" else ""))
+          + (f", variant {rep.variant}" if rep.dtype == "q15" else "") + auto)
     print(f"files           {', '.join(rep.files)}")
     _print_library_use(args, out, rep.name)
     print(f"input contract  {rep.input_contract}" + ("  (raw integer inputs; tg_" + rep.name + "_predict rounds others)"
@@ -130,15 +136,22 @@ def cmd_export(args) -> int:
         print(f"exact           yes, for {inputs[rep.input_contract]} ({rep.guarantee})")
     else:
         why = []
-        if rep.thresholds_off_grid:
+        if rep.thresholds_off_grid and rep.dtype == "q15":
             why.append(f"{rep.thresholds_off_grid} threshold(s) off the Q15 grid")
         if rep.soft_vote_bound:
             why.append(f"soft vote within {rep.soft_vote_bound:.3g}")
         if any(t["kind"] == "oblique" for t in rep.trees) and rep.dtype == "f32":
             why.append("oblique float32 arithmetic")
-        if rep.dtype == "q15" and not all(t["exact"] for t in rep.trees):
+        boosted = rep.vote.startswith("sum")
+        if boosted and rep.dtype == "q15":
+            why.append("leaf values rounded to int32_t, tests on the Q15 grid")
+        elif boosted:
+            why.append(f"{rep.target}'s float arithmetic is not IEEE-754 throughout")
+        elif rep.dtype == "q15" and not all(t["exact"] for t in rep.trees):
             why.append("inexact coefficients, thresholds fitted to the data given")
         key = "fixed_vs_float" if rep.dtype == "q15" else "f32_vs_float"
+        if rep.agreement and "class_agreement" in rep.agreement:     # boosted f32: the C mirror's classes
+            key = "class_agreement"
         measured = (f"; measured {100 * rep.agreement[key]:.2f} % agreement on the {rep.agreement['rows']} rows of --data"
                     if rep.agreement and key in rep.agreement else "; give --data to measure the agreement")
         if rep.task == "regression":
@@ -155,8 +168,9 @@ def cmd_export(args) -> int:
     if rep.flash_bytes is None:
         print(f"flash / RAM     {rep.size_note}")
     else:
-        print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes; inference path alone "
-              f"{rep.flash_bytes_inference} bytes flash")
+        alone = ("" if rep.flash_bytes_inference is None
+                 else f"; inference path alone {rep.flash_bytes_inference} bytes flash")
+        print(f"flash / RAM     {rep.flash_bytes} / {rep.ram_bytes} bytes{alone}")
         print(f"                ({rep.size_note})")
     _print_linked(rep)
     agr = rep.agreement
@@ -184,10 +198,12 @@ def cmd_export(args) -> int:
 
 def _print_linked(rep) -> None:
     """The flash / RAM each entry point costs in a linked image (beside the object-file figure above)."""
-    predict = f"tg_{rep.name}_predict" + ("_value" if rep.task == "regression" else "")
-    parts = [f"{what} {fn}: {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, fn, d in
-             (("Q15 entry", f"{predict}_q15", rep.linked_q15),
-              ("float entry", predict, rep.linked_float)) if d is not None]
+    from treegen.emit.size import probe_entries
+
+    names = {key: fn for key, fn, _ in probe_entries(rep.entry_points)}
+    parts = [f"{what} {names[key]}: {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, key, d in
+             (("Q15 entry", "q15", rep.linked_q15), ("float entry", "float", rep.linked_float))
+             if d is not None and key in names]
     if parts:
         print(f"linked          {'; '.join(parts)} flash / RAM")
     print(f"                ({rep.linked_note})")
@@ -218,6 +234,9 @@ def _print_library_use(args, out: Path, name: str) -> None:
         ex = example_path(out, name, args.lib_layout)
         if args.lib_layout == "arduino":
             print(f"example         {ex} (File > Examples > {name} in the Arduino IDE)")
+        elif args.lib_layout == "zephyr":
+            print(f"example         west build -b <board> {out / 'example'}  (a Zephyr sample: CMakeLists.txt, "
+                  "prj.conf, sample.yaml, src/main.c)")
         else:
             print(f"example         cc -std=c99 -O2 -I {src} {src / (name + '.c')} {ex} -o {name}_example")
 

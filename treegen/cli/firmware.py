@@ -102,15 +102,22 @@ def _print_size(flash: int, ram: int, target) -> None:
 def _print_model_linked(src: Path, model, target) -> None:
     """Beside the firmware's size: what the model alone costs in a linked image for the target
     (:func:`treegen.emit.size.measure_linked`, library routines included)."""
+    from treegen.emit.entry_points import boost_entry_points
     from treegen.emit.size import measure_linked
 
+    predict = "predict_value_q15" if model.is_regression and model.vote != "sum" else "predict_q15"
     names = [h.stem for h in sorted(src.glob("*.h")) if (src / f"{h.stem}.c").is_file()
-             and f"tg_{h.stem}_predict_q15(" in h.read_text(encoding="utf-8", errors="replace")]
+             and f"tg_{h.stem}_{predict}(" in h.read_text(encoding="utf-8", errors="replace")]
     if len(names) != 1:
         return
-    linked = measure_linked(src, names[0], target, "q15", model.n_features)
+    # the probes call what the firmware's (q15) export declares: the boosted Q15 C has no float entry;
+    # a tree export's names follow from its dtype (measure_linked derives them)
+    eps = (boost_entry_points(names[0], dtype="q15", classification=not model.is_regression)
+           if model.vote == "sum" else None)
+    linked = measure_linked(src, names[0], target, "q15", model.n_features, value=model.is_regression,
+                            entry_points=eps)
     parts = [f"{what} {d['flash_bytes']} / {d['ram_bytes']} bytes" for what, d in
-             (("Q15 entry", linked["q15"]), ("float entry", linked["float"])) if d is not None]
+             (("Q15 entry", linked.get("q15")), ("float entry", linked.get("float"))) if d is not None]
     print(f"model linked    {'; '.join(parts) or 'not measured'} flash / RAM  ({linked['note']})")
 
 

@@ -160,6 +160,9 @@ def _print_hil(r: dict) -> None:
     if r["accuracy"] is not None:
         rows = (f", the {r['rows']} rows without missing values" if r.get("rows_missing") else "")
         print(f"accuracy        {100 * r['accuracy']:.2f} %  (device predictions vs the labels{rows})")
+    if r.get("rmse") is not None:                 # regression: the device's values against the targets
+        flt = f"; the float model's {r['rmse_float']:.6g}" if r.get("rmse_float") is not None else ""
+        print(f"RMSE            {r['rmse']:.6g}  (device values vs the labels{flt})")
     if r["rows_per_s"] is not None:
         print(f"throughput      {r['rows_per_s']:.0f} rows/s  ({r['rows']} rows in {r['seconds']['predict']:.2f} s)")
     if r["bench"] is not None:

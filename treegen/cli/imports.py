@@ -48,6 +48,7 @@ def cmd_import(args) -> int:
         summary += f", {model.boost['sum_dtype']} sums, link {model.boost['link']}"
     print(f"imported {md.get('source', '?')} ({md.get('algorithm', '?')}): {len(model.trees)} trees, "
           f"{model.n_features} features, {what}, {summary}")
-    print(f"library decision: {md.get('library_decision', '?')}; NaN inputs "
+    decision = md.get("library_decision") or md.get("voting") or "not recorded by the importer"
+    print(f"library decision: {decision}; NaN inputs "
           f"{'routed as the library routes them' if model.handles_missing else 'refused'}")
     return 0

@@ -386,13 +386,21 @@ def await_boot(client: DeviceClient, *, timeouts=BOOT_PING_TIMEOUTS) -> None:
     # suffix of it holds the sync pair A5 5A: a short flush is enough. The client's default flush
     # (max_payload + 8 zeros, 64 KiB before INFO) would queue behind the next PING for seconds.
     hint, client.max_payload_hint = client.max_payload_hint, MIN_PAYLOAD
+    attempt, late = 0, 0
     try:
-        for attempt, timeout in enumerate(timeouts):
+        while True:
             try:
-                client.ping(b"boot", timeout=timeout)
+                client.ping(b"boot", timeout=timeouts[attempt])
                 return
-            except (DeviceTimeout, ProtocolError):     # lost, or the late answer to an earlier PING
-                if attempt == len(timeouts) - 1:
+            except DeviceTimeout:                      # lost (or slow): the next try waits longer
+                attempt += 1
+                if attempt == len(timeouts):
+                    raise
+            except ProtocolError:
+                # the late answer to an earlier PING (a slow boot on a loaded host): the device is up;
+                # PING again with the same wait (the answer to this one is already on its way)
+                late += 1
+                if late > len(timeouts):
                     raise
     finally:
         client.max_payload_hint = hint
@@ -580,8 +588,12 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
     if timeout <= 0:
         raise TreegenError("timeout must be > 0 seconds")
     if port is None and tgt.kind == "board":
+        from treegen.device.platformio import emulated_stand_in
+
+        twin = emulated_stand_in(tgt)
         raise TreegenError(f"target {tgt.name!r} is a real board: give its serial port (--port /dev/ttyACM0 ...) "
-                           f"after 'treegen flash MODEL --target {tgt.name}'")
+                           f"after 'treegen flash MODEL --target {tgt.name}'"
+                           + (f", or run on its emulated stand-in (--target {twin})" if twin else ""))
     if port is None and build_dir is None:
         raise TreegenError("run_hil needs build_dir (where to build the firmware) or port (a running device)")
     missing_rows = 0
@@ -823,6 +835,8 @@ def _value_figures(report: dict, ref: Reference, got: np.ndarray) -> None:
     if ref.target_values is not None and diff.size:
         err = values - ref.target_values
         report["rmse"] = float(np.sqrt(np.mean(err * err)))
+        err = ref.float_values - ref.target_values
+        report["rmse_float"] = float(np.sqrt(np.mean(err * err)))
 
 
 def summary(report: dict) -> str:

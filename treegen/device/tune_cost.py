@@ -135,8 +135,12 @@ class CostMeter:
     def __init__(self, target, *, work_dir=None, cache: CostCache | None = None):
         self.target = target if isinstance(target, _targets.Target) else _targets.get(str(target))
         if self.target.kind not in ("host", "emulated"):
+            from treegen.device.platformio import emulated_stand_in
+
+            twin = emulated_stand_in(self.target)    # from the target files: the emulator of its image / size
+            use = f"use its emulated stand-in --target {twin}" if twin else "use an emulated target or native"
             raise TreegenError(f"tune measures costs on an emulated target or native; {self.target.name!r} is a "
-                               f"{self.target.kind} (use its emulated stand-in, e.g. qemu-m4, qemu-microbit)")
+                               f"{self.target.kind} ({use})")
         self.cache = cache or CostCache()
         self._tmp = None
         if work_dir is None:

@@ -196,8 +196,20 @@ def _check_values(lowered, model, X_raw, X_q15, labels) -> tuple[tuple, dict | N
     want = model.predict_value(X_raw)
     diff = got - want
     key = "fixed" if lowered.dtype == "q15" else "f32"
+    # "equal" is bit equality; "within" names the tolerance the export promises: q15, the rounding
+    # bound of the value table wherever the tests take the float model's branch; f32, float32's
+    # precision (2^-23 relative, once per tree summed)
+    if lowered.dtype == "q15":
+        tol = np.full(want.shape, float(lowered.values.bound))
+        tol_text = f"{float(lowered.values.bound):.3g} (the rounding bound of the value table)"
+    else:
+        n = len(model.trees)
+        tol = np.maximum(np.abs(want), np.finfo(np.float32).tiny) * (n * 2.0 ** -23)
+        tol_text = f"{n} x 2^-23 relative (float32 precision{', per tree summed' if n > 1 else ''})"
     agreement = {"rows": int(X_raw.shape[0]), "task": "regression",
                  f"{key}_vs_float": float(np.mean(got == want)),
+                 f"{key}_vs_float_within": float(np.mean(np.abs(diff) <= tol)),
+                 f"{key}_vs_float_tolerance": tol_text,
                  f"{key}_vs_float_rmse": float(np.sqrt(np.mean(diff * diff))),
                  f"{key}_vs_float_max_abs": float(np.max(np.abs(diff)))}
     if labels is not None and labels.shape[0] == X_raw.shape[0]:

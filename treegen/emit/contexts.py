@@ -99,9 +99,11 @@ def _f32_render(t: dict) -> dict:
 
 
 def template_context(lowered, model, *, name: str, target, layout: str, variant: str,
-                     examples: tuple | None = None) -> dict:
+                     examples: tuple | None = None, progmem: bool = False) -> dict:
     """Everything the templates need, as plain data. ``examples``: (raw rows, their Q15 rows, expected
-    classes) for the example program."""
+    classes) for the example program. ``progmem``: tables in AVR program memory even when the target
+    does not ask for it (an Arduino library, built for AVR and for other cores: the C selects PROGMEM
+    with ``__AVR__``)."""
     n_features, n_classes = model.n_features, model.n_classes
     soft = lowered.soft
     feat_t = int_type(0, max(n_features - 1, 0), f"feature index (model has {n_features} features)")
@@ -130,7 +132,7 @@ def template_context(lowered, model, *, name: str, target, layout: str, variant:
         hi_raw = max(max(t["n_internal"] - 1, 0) for t in raw_trees)
         if hi_raw > hi:
             ref_t = int_type(lo, hi_raw, f"child reference ({hi_raw + 1} internal nodes, {leaf_what})")
-    progmem = bool(getattr(target, "progmem", False))
+    progmem = progmem or bool(getattr(target, "progmem", False))
     ctx = {
         "version": __version__,
         "model_hash": model.hash(),

@@ -69,13 +69,14 @@ from treegen.emit.library import (LIB_VERSION, TEMPLATES, example_path, library_
                                   library_texts)
 from treegen.emit.lower_f32 import (_f32_axis_node, f32_axis_split, f32_axis_splits, f32_below_above,  # noqa: F401
                                     f32_bits, f32_key, grid_matches_raw, q15_of_raw)
-from treegen.emit.options import (DTYPES, LAYOUTS, LIB_LAYOUTS, VARIANTS, VOTES, _choice,  # noqa: F401
-                                  check_options, default_name, resolve_variant)
+from treegen.emit.options import (DTYPE_CHOICES, DTYPES, LAYOUTS, LIB_LAYOUTS, VARIANTS, VOTES, _choice,  # noqa: F401
+                                  check_options, default_dtype, default_name, resolve_dtype,
+                                  resolve_variant)
 from treegen.emit.report import ExportReport
 from treegen.emit.size import SIZE_CFLAGS, STRICT_CFLAGS, inference_bytes, measure_size  # noqa: F401
 
 
-def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype: str = "q15",
+def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype: str = "auto",
                  variant: str = "auto", name: str | None = None, data=None, measure: bool = True,
                  vote: str = "auto", force: bool = False, lib_layout: str = "plain",
                  example: bool = False, link: bool = True) -> ExportReport:
@@ -91,6 +92,8 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     Files already in ``out_dir`` are replaced only if treegen generated them (they carry its banner)
     or ``force`` is true; otherwise nothing is written and a :class:`TreegenError` names the file.
 
+    ``dtype``: ``q15``, ``f32`` or ``auto`` (default: :func:`~treegen.emit.options.default_dtype`, the
+    exact one: f32 for imported float models whose thresholds Q15 cannot reproduce, q15 otherwise).
     ``target`` is a target name or :class:`~treegen.core.targets.Target`; ``data`` is an optional
     ``(X_raw, labels)`` pair: its rows resolve inexact thresholds during quantisation, give the
     fixed-vs-float agreement and both accuracies, and provide the example rows of ``main.c``.
@@ -99,6 +102,7 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     ``measure``: size the compiled object; ``link`` (with ``measure``): also link the size probes
     (:func:`treegen.emit.size.measure_linked`; four links, skipped by callers that only need the object).
     """
+    dtype = resolve_dtype(model, dtype)
     if model.vote == "sum":          # additive (boosted) models: their own float32 export
         from treegen.emit.export_boost import export_boost
         return export_boost(model, out_dir, target=target, name=name, dtype=dtype, layout=layout, data=data,
@@ -119,16 +123,19 @@ def export_model(model: Model, out_dir, *, target, layout: str = "table", dtype:
     lowered = _lower.lower(model, dtype=dtype, vote=vote, soft=soft, X_q15=X_q, values=values)
     examples, agreement = _check.check(lowered, model, X_raw, X_q, labels)
     ctx = _contexts.template_context(lowered, model, name=ident, target=tgt, layout=layout, variant=variant,
-                                     examples=examples)
+                                     examples=examples, progmem=lib_layout == "arduino")
     estimated = _size.check_flash(ctx, soft, tgt)
-    files, src_dir = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force)
+    files, src_dir, lib_notes = _library.write_library(ctx, out_dir, lib_layout=lib_layout, example=example,
+                                                       force=force)
     size = (_size.measure(src_dir, ident, tgt, dtype, model.n_features, link=link, value=model.is_regression)
             if measure
             else {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
                   "linked": {"note": "not linked (measure=False)"}})
-    return _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,
-                               estimated=estimated, size=size, agreement=agreement,
-                               ieee_float=bool(tgt.extra.get("ieee_float", True)))
+    rep = _report.make_report(model, lowered, ctx, target=tgt.name, variant=variant, files=files,
+                              estimated=estimated, size=size, agreement=agreement,
+                              ieee_float=bool(tgt.extra.get("ieee_float", True)))
+    rep.notes.extend(lib_notes)
+    return rep
 
 
 def build_context(model: Model, *, name: str, target, layout: str, dtype: str, variant: str,

@@ -11,15 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from treegen.core import targets as _targets
-from treegen.core.codegen import c_identifier, check_overwrite, prepare_out_dir, render, write_generated
+from treegen.core.codegen import c_identifier
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 from treegen.emit.entry_points import boost_entry_points
+from treegen.emit.library import write_library
 from treegen.emit.lower_boost import (c_float, lower_boost, lower_boost_q15, predict_class, predict_class_q15,
                                       predict_raw, predict_raw_q15)
 from treegen.emit.options import resolve_variant
 from treegen.emit.report import ExportReport
-from treegen.emit.size import measure_size
+from treegen.emit.size import measure_linked, measure_size
 
 PER_ROW = 8
 
@@ -82,14 +83,13 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
         raise TreegenError(f"unknown dtype {dtype!r} for a boosted (vote sum) model (f32 or q15)")
     if layout != "table":
         raise TreegenError("a boosted (vote sum) model exports with the table layout")
-    if lib_layout != "plain" or example:
-        raise TreegenError("a boosted (vote sum) model exports the plain library layout, without --example")
     tgt = target if isinstance(target, _targets.Target) else _targets.get(target)
     ident = c_identifier(name or "model")
     if dtype == "q15":
         # integer compares and adds only: every variant runs the same C; the report names the one asked
         # for (the firmware announces it)
-        return _export_q15(model, out_dir, tgt, ident, data, measure, force, resolve_variant(variant, tgt, "q15"))
+        return _export_q15(model, out_dir, tgt, ident, data, measure, force, resolve_variant(variant, tgt, "q15"),
+                           lib_layout, example)
     tb = lower_boost(model)
     agreement = None
     if data is not None:
@@ -104,14 +104,13 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
         if not same.all():
             raise TreegenError(f"internal error: the boosted C mirror differs from the model on "
                                f"{int(np.count_nonzero(~same))} row(s)")
-    ctx = boost_context(model, tb, name=ident, target_name=tgt.name)
-    out = prepare_out_dir(out_dir)
-    texts = {out / f"{ident}.h": render("c/boost.h.j2", ctx), out / f"{ident}.c": render("c/boost.c.j2", ctx)}
-    check_overwrite(texts, force=force)
-    for path, text in texts.items():
-        write_generated(path, text, force=force)
-    size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
-        {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
+    ctx = {**boost_context(model, tb, name=ident, target_name=tgt.name), **_lib_keys(model, tgt, "f32", "scalar")}
+    spec = example_spec_boost(model, ident, data, tb=tb, sum_c=ctx["sum_c"]) if example else None
+    files, src, lib_notes = write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force,
+                                          sources=("c/boost.h.j2", "c/boost.c.j2"), spec=spec)
+    eps = boost_entry_points(ident, dtype="f32", classification=model.task == "classification",
+                             sum_dtype=tb.sum_dtype)
+    size = _measure(src, ident, tgt, model.n_features, eps, measure)
     exact = bool(tgt.extra.get("ieee_float", True))   # IEEE binary32 (and binary64 double) arithmetic
     if model.task != "classification":
         rule = "the prediction is raw[0]"
@@ -130,23 +129,34 @@ def export_boost(model, out_dir, *, target, name: str | None = None, dtype: str 
         notes.append(f"target {tgt.name}: its float (and double) arithmetic is not IEEE-754 binary32/binary64 "
                      "throughout, so the sums are not exact there")
     notes.extend(decision_notes(model))
+    notes.extend(lib_notes)
     trees = [{"kind": "axis", "n_internal": int(t.n_internal), "n_leaves": int(t.n_leaves), "depth": int(t.depth),
               "acc_bits": None, "acc_bound": None, "exact": True} for t in model.trees]
     estimated = int(tb.n_nodes * (tb.feat_bits // 8 + 4 + tb.right_bits // 8) + tb.values.size * 8)
     return ExportReport(
         name=ident, target=tgt.name, layout="table", dtype="f32", variant="scalar", model_hash=model.hash(),
-        files=[str(p) for p in texts], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
+        files=[str(p) for p in files], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
         acc_bits=None, exact=exact, unresolved_rows=[],
         field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]}, estimated_bytes=estimated,
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
-        flash_bytes_inference=None if size["flash_bytes"] is None else int(sum(
-            v for k, v in size["sections"].items() if k.startswith((".text", ".rodata", ".data", ".sdata"))
-            and "class_labels" not in k and ".str" not in k)),
-        size_note=size["note"], agreement=agreement, notes=notes,
+        flash_bytes_inference=size["inference"], size_note=size["note"], agreement=agreement, notes=notes,
         vote=f"sum ({tb.sum_dtype}, link {model.boost['link']})", input_contract="float32", guarantee=guarantee,
-        linked_note="not linked (boosted export: the object is measured)", task=model.task,
-        entry_points=boost_entry_points(ident, dtype="f32", classification=model.task == "classification",
-                                        sum_dtype=tb.sum_dtype))
+        linked_q15=size["linked"].get("q15"), linked_float=size["linked"].get("float"),
+        linked_note=size["linked"]["note"], task=model.task, entry_points=eps)
+
+
+def _measure(out, ident: str, tgt, n_features: int, entry_points: list, measure: bool) -> dict:
+    """The compiled object's sizes, the inference path's (all but the class labels and their strings)
+    and the linked probes of the recorded ``entry_points`` (:func:`treegen.emit.size.measure_linked`)."""
+    if not measure:
+        return {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)",
+                "inference": None, "linked": {"note": "not linked (measure=False)"}}
+    size = measure_size(out / f"{ident}.c", tgt, out)
+    size["inference"] = None if size["flash_bytes"] is None else int(sum(
+        v for k, v in size["sections"].items() if k.startswith((".text", ".rodata", ".data", ".sdata"))
+        and "class_labels" not in k and ".str" not in k))
+    size["linked"] = measure_linked(out, ident, tgt, "", n_features, entry_points=entry_points)
+    return size
 
 
 def q15_context(model, tq, *, name: str, target_name: str) -> dict:
@@ -180,7 +190,40 @@ def _q15_rule_text(model, tq) -> str:
             "(the source library's binary rule on the integer sum)")
 
 
-def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: bool, variant: str) -> ExportReport:
+def _lib_keys(model, tgt, dtype: str, variant: str) -> dict:
+    """What the library layouts' templates read beside the boosted context (:mod:`treegen.emit.library`)."""
+    return {"target": tgt, "layout": "table", "dtype": dtype, "variant": variant, "n_classes": model.n_classes,
+            "q15_only": dtype == "q15"}
+
+
+def example_spec_boost(model, ident: str, data, *, tb=None, tq=None, sum_c: str = "float") -> dict:
+    """The example of a boosted export (:func:`treegen.emit.library.example_spec`): data rows (finite)
+    or synthetic ones, and what the C mirror computes for them: the class, or the value
+    (``tg_<name>_predict``: float32 rows; the q15 export: ``tg_<name>_predict_q15`` on Q15 rows)."""
+    from treegen.core.codegen import f32_literal
+    from treegen.emit.check import example_rows
+
+    if data is not None:
+        X = np.asarray(data[0], dtype=np.float64)
+        data = (X[np.all(np.isfinite(X), axis=1)],)
+    X_raw, X_q = example_rows(model, data)
+    cls = model.task == "classification"
+    if tq is None:
+        raw = predict_raw(tb, X_raw)
+        expected = ([str(int(c)) for c in predict_class(tb, raw)] if cls
+                    else [c_float(v, sum_c == "double") for v in raw[:, 0]])
+        return {"rows": [[f32_literal(v) + "f" for v in r] for r in X_raw], "in_t": "float",
+                "call": f"tg_{ident}_predict", "out_t": "int" if cls else sum_c, "is_class": cls,
+                "expected": expected, "unit": ""}
+    raw_q = predict_raw_q15(tq, X_q)
+    expected = [str(int(v)) for v in (predict_class_q15(tq, raw_q) if cls else raw_q[:, 0])]
+    return {"rows": [[str(int(v)) for v in r] for r in X_q], "in_t": "int16_t", "call": f"tg_{ident}_predict_q15",
+            "out_t": "int" if cls else "int32_t", "is_class": cls, "expected": expected,
+            "unit": "" if cls else f" (units of 2^-{tq.frac_bits})"}
+
+
+def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: bool, variant: str,
+                lib_layout: str = "plain", example: bool = False) -> ExportReport:
     """Q15 inputs, integer leaf values and sums (:class:`~treegen.emit.lower_boost.BoostQ15`)."""
     tq = lower_boost_q15(model)
     agreement = None
@@ -196,14 +239,12 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
             err = np.ldexp(raw_q[:, 0].astype(np.float64), -tq.frac_bits) - model.predict_value(X)
             agreement["fixed_vs_float_rmse"] = float(np.sqrt(np.mean(err ** 2))) if err.size else 0.0
             agreement["fixed_vs_float_max_abs"] = float(np.abs(err).max()) if err.size else 0.0
-    ctx = q15_context(model, tq, name=ident, target_name=tgt.name)
-    out = prepare_out_dir(out_dir)
-    texts = {out / f"{ident}.h": render("c/boost_q15.h.j2", ctx), out / f"{ident}.c": render("c/boost_q15.c.j2", ctx)}
-    check_overwrite(texts, force=force)
-    for path, text in texts.items():
-        write_generated(path, text, force=force)
-    size = measure_size(out / f"{ident}.c", tgt, out) if measure else \
-        {"flash_bytes": None, "ram_bytes": None, "sections": {}, "note": "not measured (measure=False)"}
+    ctx = {**q15_context(model, tq, name=ident, target_name=tgt.name), **_lib_keys(model, tgt, "q15", variant)}
+    spec = example_spec_boost(model, ident, data, tq=tq) if example else None
+    files, src, lib_notes = write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force,
+                                          sources=("c/boost_q15.h.j2", "c/boost_q15.c.j2"), spec=spec)
+    eps = boost_entry_points(ident, dtype="q15", classification=model.task == "classification")
+    size = _measure(src, ident, tgt, model.n_features, eps, measure)
     off = int(model.metadata.get("thresholds_off_grid", -1)) if "thresholds_off_grid" in model.metadata else None
     if model.task == "classification" and tq.n_outputs == 1:
         value, rule = model.decision_threshold
@@ -214,17 +255,18 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
                  f"in int32_t (overflow-free)" + (f"; the class equals the float model's on the Q15 grid unless "
                                                    f"{where}" if model.task == "classification" else ""))
     notes = ["the Q15 tests are the model's grid tests: they equal the source library's where no threshold lies "
-             "inside a grid cell (imported float models: measured on --data)"] + decision_notes(model)
+             "inside a grid cell (imported float models: measured on --data)"] + decision_notes(model) + lib_notes
     trees = [{"kind": "axis", "n_internal": int(t.n_internal), "n_leaves": int(t.n_leaves), "depth": int(t.depth),
               "acc_bits": 32, "acc_bound": None, "exact": False} for t in model.trees]
     return ExportReport(
         name=ident, target=tgt.name, layout="table", dtype="q15", variant=variant, model_hash=model.hash(),
-        files=[str(p) for p in texts], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
+        files=[str(p) for p in files], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
         acc_bits=32, exact=False, unresolved_rows=[],
         field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]},
         estimated_bytes=int(tq.feat.size * (tq.feat_bits // 8 + 2 + tq.right_bits // 8) + tq.values.size * 4),
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],
+        flash_bytes_inference=size["inference"],
         size_note=size["note"], agreement=agreement, notes=notes, thresholds_off_grid=off,
         vote=f"sum (int32_t, 2^-{tq.frac_bits} units, decision bound {tq.bound:.3g})", input_contract="q15",
-        guarantee=guarantee, linked_note="not linked (boosted export: the object is measured)", task=model.task,
-        entry_points=boost_entry_points(ident, dtype="q15", classification=model.task == "classification"))
+        guarantee=guarantee, linked_q15=size["linked"].get("q15"), linked_float=size["linked"].get("float"),
+        linked_note=size["linked"]["note"], task=model.task, entry_points=eps)

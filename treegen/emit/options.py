@@ -13,6 +13,8 @@ from treegen.core.errors import TreegenError
 
 LAYOUTS = ("table", "unrolled")
 DTYPES = ("q15", "f32")
+#: what ``dtype`` may be asked for: a dtype, or ``auto`` (:func:`default_dtype`)
+DTYPE_CHOICES = ("auto",) + DTYPES
 VARIANTS = ("auto", "scalar", "dsp", "mve")
 VOTES = ("auto", "soft", "hard")
 #: how the files of an export are laid out (:mod:`treegen.emit.library`)
@@ -43,6 +45,30 @@ def resolve_variant(variant: str, target: _targets.Target, dtype: str) -> str:
         raise TreegenError(f"variant 'dsp' needs the ARMv7E-M DSP extension; target {target.name!r} "
                            f"({target.core}) has none")
     return variant
+
+
+def default_dtype(model) -> str:
+    """The dtype ``auto`` resolves to: the one exact for the model's inputs.
+
+    ``f32`` for a model whose tests are its source library's float thresholds (imported XGBoost,
+    LightGBM, scikit-learn, ONNX models) when Q15 would not reproduce them: every boosted (vote sum)
+    model (its Q15 leaf values are rounded), an imported regressor (Q15 values rounded), and an
+    imported tree or forest with a threshold between two Q15 grid points. The f32 export compares the
+    raw float32 input with the source's own threshold: the source's branch for every float32 input.
+    ``q15`` otherwise: treegen-trained models (exact by construction on the Q15 grid) and imported
+    models whose every threshold lies on the grid (integer data)."""
+    if not model.has_raw_thresholds:
+        return "q15"
+    if model.vote == "sum":
+        return "f32"
+    from treegen.emit.lower_f32 import thresholds_off_grid
+    return "f32" if model.is_regression or thresholds_off_grid(model) > 0 else "q15"
+
+
+def resolve_dtype(model, dtype: str) -> str:
+    """``dtype`` checked; ``auto`` -> :func:`default_dtype`."""
+    _choice(dtype, DTYPE_CHOICES, "dtype")
+    return default_dtype(model) if dtype == "auto" else dtype
 
 
 def default_name(model) -> str:

@@ -128,8 +128,10 @@ def make_report(model, lowered, ctx: dict, *, target: str, variant: str, files: 
         if agreement is not None and f"{key}_vs_float_rmse" in agreement:
             values_line += (f"; measured on the {agreement['rows']} data rows: RMSE "
                             f"{agreement[f'{key}_vs_float_rmse']:.3g}, max |difference| "
-                            f"{agreement[f'{key}_vs_float_max_abs']:.3g} from the float model "
-                            f"({100 * agreement[f'{key}_vs_float']:.2f} % equal)")
+                            f"{agreement[f'{key}_vs_float_max_abs']:.3g} from the float model; "
+                            f"{100 * agreement[f'{key}_vs_float_within']:.2f} % of rows within "
+                            f"{agreement[f'{key}_vs_float_tolerance']}, "
+                            f"{100 * agreement[f'{key}_vs_float']:.2f} % bit-equal")
     elif soft is not None:
         guarantee += ("; soft vote exact (every leaf probability is a multiple of 2^-15)" if soft.exact else
                       f"; soft vote == float argmax unless two class means differ by <= {soft.bound:.3g}")

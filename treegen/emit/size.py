@@ -126,17 +126,39 @@ def _link_size(cc: str, size: str, flags: list, sources: list, include_dir: Path
     return text + data, data + bss, None
 
 
+#: outputs a size probe can call an entry point for (one row in, a class or a value out)
+_PROBE_OUTPUTS = ("class", "value_int32", "value_f32", "value_f64")
+
+
+def probe_entries(entry_points: list) -> tuple:
+    """((key, C function, input element type), ...) the size probes call: the first Q15 and the first
+    float32 entry point of an export's recorded ``entry_points`` (:mod:`treegen.emit.entry_points`)
+    returning a class or a value; an export without a float entry (the boosted Q15 C) has no probe
+    for it."""
+    out = ()
+    for key, inp, c_type in (("q15", "q15", "int16_t"), ("float", "float32", "float")):
+        e = next((e for e in entry_points if e["input"] == inp and e["output"] in _PROBE_OUTPUTS), None)
+        if e is not None:
+            out += ((key, e["name"], c_type),)
+    return out
+
+
 def measure_linked(src_dir: Path, name: str, target: _targets.Target, dtype: str, n_features: int,
-                   value: bool = False) -> dict:
+                   value: bool = False, entry_points: list | None = None) -> dict:
     """Flash and RAM an entry point of the export costs in a linked program for ``target`` (see the
     module docstring): ``{"q15": {"flash_bytes", "ram_bytes", "image_flash_bytes", "image_ram_bytes"},
     "float": {...}, "note": ...}`` (the model's cost, and the whole probe image with it), an entry None
     when it could not be measured (the note says why). ``value``: a regression export (entry points
-    ``tg_<name>_predict_value_q15`` and ``tg_<name>_predict_value``)."""
+    ``tg_<name>_predict_value_q15`` and ``tg_<name>_predict_value``). ``entry_points``: the export's
+    recorded entry points (:attr:`ExportReport.entry_points`): the probes call those
+    (:func:`probe_entries`) instead of the names derived from ``dtype`` and ``value``."""
     cc, size = shutil.which(target.cc), shutil.which(_size_tool(target.cc))
-    predict = f"tg_{name}_predict_value" if value else f"tg_{name}_predict"
-    entries = (("q15", f"{predict}_q15", "int16_t"),) if dtype == "q15" else ()
-    entries += (("float", predict, "float"),)
+    if entry_points is not None:
+        entries = probe_entries(entry_points)
+    else:
+        predict = f"tg_{name}_predict_value" if value else f"tg_{name}_predict"
+        entries = (("q15", f"{predict}_q15", "int16_t"),) if dtype == "q15" else ()
+        entries += (("float", predict, "float"),)
     result = {key: None for key, _, _ in entries}
     if cc is None or size is None:
         return {**result, "note": f"not linked: {target.cc if cc is None else _size_tool(target.cc)} not found"}

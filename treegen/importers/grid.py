@@ -22,7 +22,8 @@ def _choose_scaling(X: np.ndarray | None, n_features: int, feat: np.ndarray, thr
             bad = float(thr[~ok][0])
             raise TreegenError(
                 f"the model's thresholds (e.g. {bad!r}) do not come from integer data in 0..32767; "
-                "pass the training data as X= to fit a min-max input scaling")
+                "pass the training data (X= in Python, --data CSV on the command line) to fit a min-max input "
+                "scaling")
         return InputScaling.fit(np.zeros((1, n_features)), "q15")
     scaling = InputScaling.fit(X, "minmax" if force_minmax else "auto")
     if scaling.method == "q15":

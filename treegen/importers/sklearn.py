@@ -182,7 +182,8 @@ def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = No
 
     X_arr = _check_X(X, n_features)
     if input_contract == "float32" and X_arr is None:
-        raise TreegenError("input contract float32 needs the training data as X= (to fit the input scaling)")
+        raise TreegenError("input contract float32 needs the training data (X= in Python, --data on the "
+                           "command line) to fit the input scaling")
     scaling = _choose_scaling(X_arr, n_features, all_feat, all_thr, force_minmax=input_contract == "float32")
     if input_contract == "integer" and scaling.method != "q15":
         raise TreegenError("input contract integer needs integer data in 0..32767 (X has other values)")
@@ -212,6 +213,9 @@ def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = No
         "voting": (f"{vote} vote of the trees" + (" (scikit-learn's predict: mean leaf probabilities)"
                                                   if vote == "soft" else " (majority of the trees' classes)"))
         if kind == "forest" else "single tree",
+        "library_decision": ("the first class of largest mean leaf probability over the trees (scikit-learn's "
+                             "predict)" if kind == "forest" else
+                             "the first class of largest leaf probability (scikit-learn's predict)"),
         "class_counts": "round(value * weighted_n_node_samples): exact for unweighted trees, bootstrap "
                         "counts in forests; weighted counts * 2^20, rounded, with sample/class weights",
     }
