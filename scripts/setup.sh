@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc g++ gcc-avr avr-libc gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc"   # g++: tests/emit/test_export_compile.py; avr, riscv, qemu-system-misc (riscv32): tests/emit/test_export_cross.py
+APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc g++ gcc-avr avr-libc gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc ser2net"   # ser2net: the labgrid exporters of tests/device/test_farm.py (RFC 2217); g++: tests/emit/test_export_compile.py; avr, riscv, qemu-system-misc (riscv32): tests/emit/test_export_cross.py
 missing=""
 for p in $APT_PACKAGES; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

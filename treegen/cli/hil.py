@@ -140,9 +140,13 @@ def cmd_hil_place(args, model, target, ds, out) -> int:
         if info.target is not None and info.target != target.name:
             raise FarmError(f"place {args.place} is tagged target={info.target}, not {target.name}")
 
+        tty = sys.stderr.isatty()
+        shown = []
+
         def waiting(text):
             if not args.quiet:
-                print(f"\r{text}", end="", file=sys.stderr, flush=True)
+                shown.append(text)
+                print(f"\r\033[K{text}" if tty else text, end="" if tty else "\n", file=sys.stderr, flush=True)
 
         fw = None
         if target.kind in ("host", "emulated"):
@@ -153,15 +157,15 @@ def cmd_hil_place(args, model, target, ds, out) -> int:
                                         variant=args.variant or "auto")
         try:
             with lab.held(args.place, timeout=args.place_timeout, progress=waiting) as place:
-                if place.waited and not args.quiet:
+                if shown and tty:
                     print(file=sys.stderr)
                 print(f"place           {place.name}  (acquired by {lab.user} from {address}; serial "
                       f"{place.serial.resource})", flush=True)
                 with place_board(place, target, fw) as board:
                     return _run_and_report(args, model, target, ds, out, board.url, place=place.name)
         except FarmError:
-            if not args.quiet:
-                print(file=sys.stderr, end="", flush=True)
+            if shown and tty:
+                print(file=sys.stderr, flush=True)
             raise
 
 

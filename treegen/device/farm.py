@@ -169,8 +169,8 @@ class Coordinator:
             raise FarmError(f"cannot reach the labgrid coordinator at {self.address}: {exc}") from None
         except Exception as exc:      # labgrid's ServerError, grpc errors
             self.close()
-            raise FarmError(f"cannot reach the labgrid coordinator at {self.address}: "
-                            f"{_one_line(exc) or type(exc).__name__}") from None
+            text = _one_line(exc).removeprefix("Error: ") or type(exc).__name__
+            raise FarmError(f"cannot reach the labgrid coordinator at {self.address}: {text}") from None
         return self
 
     def _call(self, coro, timeout: float = REQUEST_TIMEOUT):
@@ -241,7 +241,8 @@ class Coordinator:
         out = {}
         for name, p in list(self._session.places.items()):
             matches = tuple(repr(m) for m in p.matches)
-            exporters = tuple(sorted({r[0] for r in p.acquired_resources}))
+            exporters = tuple(sorted({r[0] for r in p.acquired_resources}
+                                     or {m.exporter for m in p.matches if "*" not in m.exporter}))
             out[name] = PlaceInfo(name, dict(p.tags), p.acquired, matches, exporters)
         return out
 

@@ -83,6 +83,21 @@ def _relink(path: str, target: str) -> None:
         raise FarmError(f"cannot point {path} at the native harness: {exc.strerror or exc}") from None
 
 
+def _boot(client, await_boot, rounds: int = 3) -> None:
+    """PING until the freshly started board answers in sequence: on a loaded host a late answer to an
+    earlier boot PING (wrong SEQ) is flushed away and the round starts again."""
+    from treegen.device.protocol import DeviceTimeout, ProtocolError
+
+    for r in range(rounds):
+        try:
+            await_boot(client, timeouts=(0.25, 1.0, 3.0, 6.0))     # the last: a slow boot on a loaded host
+            return
+        except (DeviceTimeout, ProtocolError):
+            if r == rounds - 1:
+                raise
+            client.flush_device()
+
+
 @contextlib.contextmanager
 def place_board(place: HeldPlace, target, firmware, *, boot_timeout: float = 5.0):
     """``with place_board(place, target, firmware) as board:`` the place's board running ``firmware``
@@ -111,7 +126,7 @@ def place_board(place: HeldPlace, target, firmware, *, boot_timeout: float = 5.0
             client = DeviceClient.open(qemu.url, timeout=boot_timeout)
             client.drain_quiet = drain_quiet(tgt)
             try:
-                await_boot(client)      # then disconnect: QEMU's socket takes the HIL's connection next
+                _boot(client, await_boot)   # then disconnect: QEMU's socket takes the HIL's connection next
             finally:
                 client.close()
             yield board

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -34,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from treegen.core.errors import TreegenError
-from treegen.device.emulator import free_port
 from treegen.device.farm import Coordinator
 
 HOST = "127.0.0.1"
@@ -58,6 +58,28 @@ def specs(items) -> list[PlaceSpec]:
         count[target] = count.get(target, 0) + 1
         out.append(PlaceSpec(f"{target}-{count[target]}", target, host))
     return out
+
+
+_RNG = random.Random()
+_USED_PORTS: set[int] = set()
+
+
+def pick_port(used: set) -> int:
+    """A TCP port of 127.0.0.1 free now, not in ``used`` (added to it), below the kernel's ephemeral range
+    (32768-60999 on Linux), where client connections and bind(0) take theirs -- two successive bind(0)s can
+    return the same port, and a board's port is bound only while it runs."""
+    for _ in range(200):
+        port = _RNG.randrange(20000, 32768)
+        if port in used:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+        used.add(port)
+        return port
+    raise TreegenError("no free TCP port in 20000-32767 on 127.0.0.1")
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, what: str, timeout: float = 20.0) -> None:
@@ -121,6 +143,7 @@ class EmulatedLab:
         self.pids: dict[str, int] = {}
         self.procs: dict[str, subprocess.Popen] = {}
         self.shm: str | None = None
+        self.used_ports = _USED_PORTS          # shared by the labs of this process
 
     def __enter__(self) -> "EmulatedLab":
         return self.start()
@@ -155,7 +178,7 @@ class EmulatedLab:
             if p.target == "native":
                 lines += ["  RawSerialPort:", f"    port: {self.shm}/{p.name}", "    speed: 115200"]
             else:
-                lines += ["  NetworkSerialPort:", f"    host: {HOST}", f"    port: {free_port(HOST)}",
+                lines += ["  NetworkSerialPort:", f"    host: {HOST}", f"    port: {pick_port(self.used_ports)}",
                           "    speed: 115200", "    protocol: raw"]
         return "\n".join(lines) + "\n"
 
@@ -169,7 +192,7 @@ class EmulatedLab:
         self.root.mkdir(parents=True, exist_ok=True)
         self.shm = tempfile.mkdtemp(prefix="treegen-farm-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         try:
-            port = free_port(HOST)
+            port = pick_port(self.used_ports)
             self.address = f"{HOST}:{port}"
             coord = self._spawn("coordinator", ["labgrid-coordinator", "-l", self.address])
             _wait_listening(port, coord, "labgrid-coordinator")

@@ -167,6 +167,8 @@ class _Matrix:
             fw = self.firmwares[(cell.model_name, cell.target)]
             if isinstance(fw, str):
                 raise TreegenError(fw)
+            exporters = self.lab.place(place).exporters      # from the acquired resources' paths
+            attempt["exporter"] = exporters[0] if len(exporters) == 1 else None
             serial = self.lab.serial(place)
             attempt["exporter"] = serial.exporter
             from treegen.device.farm import HeldPlace
