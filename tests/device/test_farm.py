@@ -274,3 +274,22 @@ def test_exporter_killed_mid_matrix_cells_retried_elsewhere(models, work):
         assert len(root.findall(".//testcase")) == 6
         assert sum("LOST" in (so.text or "") for so in root.iter("system-out")) == len(retried)
         assert who(lab2.address).count("\n") <= 1
+
+
+# ---------------------------------------------------------------------- the pytest plugin
+def test_plugin_treegen_place_as_treegen_port(lab, models, work):
+    """``pytest --pyargs treegen.hil.test_device --treegen-place native-1``: the plugin acquires the place,
+    its board (the native harness behind ser2net) runs the session's firmware, the checks pass, and the
+    place is free afterwards; a place that does not exist fails (never skips) in one line."""
+    base = ["-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "treegen.hil.test_device", "-q",
+            "--treegen-target", "native", "--treegen-coordinator", lab.address, "--treegen-model", str(models[1]),
+            "--treegen-data", str(work / "rows.csv")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, *base, "--treegen-place", "native-1"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and " passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout + proc.stderr
+    assert who(lab.address).count("\n") <= 1
+    proc = subprocess.run([sys.executable, *base, "--treegen-place", "no-such-place"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "skipped" not in proc.stdout
+    assert "--treegen-place no-such-place: no place 'no-such-place' at the labgrid coordinator" in proc.stdout
