@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -74,6 +75,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", default=str(REPO / "bench" / "results" / "farm_bench"))
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # stop the farm (the with blocks) on SIGTERM
     command = "python bench/farm_bench.py" + ("" if argv is None and len(sys.argv) == 1 else
                                               " " + shlex.join(sys.argv[1:] if argv is None else argv))
     runs = []
@@ -92,8 +94,12 @@ def main(argv=None) -> int:
                     runs.append({"places": len(places), "repeat": rep, "seconds": r["seconds"]["matrix"],
                                  "cells": len(r["cells"]), "passed": r["passed"], "cells_per_place": per_place,
                                  "load": os.getloadavg()[0]})
+                    runs[-1]["not_passed"] = [f"{Path(c['model']).name} on {c['place']}: {c['result']} {c['error']}"
+                                              for c in r["cells"] if c["result"] != "PASS"]
                     print(f"{len(places)} place(s), repeat {rep}: {r['seconds']['matrix']:.1f} s, "
                           f"{r['passed']}/{len(r['cells'])} PASS, cells per place {per_place}", flush=True)
+                    for line in runs[-1]["not_passed"]:
+                        print(f"  {line}", flush=True)
     one = [r["seconds"] for r in runs if r["places"] == 1]
     two = [r["seconds"] for r in runs if r["places"] == 2]
     ratio = statistics.median(one) / statistics.median(two)

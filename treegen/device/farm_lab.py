@@ -166,6 +166,8 @@ class EmulatedLab:
         return proc
 
     def _save(self) -> None:
+        if self.address:
+            (self.root / "coordinator").write_text(self.address + "\n")
         (self.root / "lab.json").write_text(json.dumps({"coordinator": self.address, "pids": self.pids,
                                                         "shm": self.shm}, indent=1) + "\n")
 
