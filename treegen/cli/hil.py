@@ -89,8 +89,6 @@ def add_place_options(p) -> None:
 
 
 def cmd_hil(args) -> int:
-    from treegen.device import hil
-
     target = get_target(args.target)
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,

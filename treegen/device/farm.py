@@ -298,7 +298,8 @@ class Coordinator:
                         out.append((*path, entry))
         return out
 
-    def acquire(self, name: str, *, timeout: float = 0.0, progress=None, cancel: threading.Event | None = None) -> float:
+    def acquire(self, name: str, *, timeout: float = 0.0, progress=None,
+                cancel: threading.Event | None = None) -> float:
         """Acquire place ``name``; while someone else holds it, wait up to ``timeout`` s (``progress(text)``
         about every second). Returns the seconds waited. Raises :class:`PlaceBusy` naming the holder."""
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
