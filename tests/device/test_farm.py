@@ -293,3 +293,21 @@ def test_plugin_treegen_place_as_treegen_port(lab, models, work):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "skipped" not in proc.stdout
     assert "--treegen-place no-such-place: no place 'no-such-place' at the labgrid coordinator" in proc.stdout
+
+
+def test_sigterm_during_hil_place_releases_it(lab, models, work):
+    """SIGTERM while ``treegen hil --place`` runs: exit 143, the place released, its QEMU stopped."""
+    argv = ["hil", models[2], "--target", "qemu-m4", "--place", "qemu-m4-1", "--coordinator", lab.address,
+            "--data", work / "big.csv", "-o", work / "builds" / "d4-qemu-m4", "--bench-iters", "100", "-q"]
+    proc = _start_farm(argv, work)
+    for line in proc.stdout:
+        if line.startswith("place "):
+            break
+    time.sleep(0.5)
+    held = who(lab.address)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, out + err
+    assert "qemu-m4-1" in held and who(lab.address).count("\n") <= 1
+    assert err.strip().splitlines()[-1] == "treegen: interrupted by SIGTERM"
+    assert not _qemu_running(work / "builds" / "d4-qemu-m4")
