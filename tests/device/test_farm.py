@@ -311,3 +311,25 @@ def test_sigterm_during_hil_place_releases_it(lab, models, work):
     assert "qemu-m4-1" in held and who(lab.address).count("\n") <= 1
     assert err.strip().splitlines()[-1] == "treegen: interrupted by SIGTERM"
     assert not _qemu_running(work / "builds" / "d4-qemu-m4")
+
+
+def test_coordinator_killed_mid_matrix_one_line_exit_2(models, work):
+    """The coordinator SIGKILLed while cells run: every cell ERROR (none PASS on a farm nobody coordinates),
+    the report written, one line at the end, exit 2."""
+    with EmulatedLab(work / "lab3", specs(["qemu-m4@hostA", "native@hostB"])) as lab3:
+        report_file = work / "c.json"
+        proc = _start_farm(farm_argv(lab3, models[:2], work / "big.csv", "-o", work / "builds", "--json",
+                                     report_file), work)
+        for line in proc.stderr:
+            if " start " in line:
+                time.sleep(0.3)
+                os.kill(lab3.pids["coordinator"], signal.SIGKILL)
+                break
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 2, out + err
+        assert err.strip().splitlines()[-1] == (f"treegen: error: lost the labgrid coordinator at {lab3.address} "
+                                                "during the matrix: 4 of 4 cells did not pass")
+        report = json.loads(report_file.read_text())
+        assert report["coordinator_lost"] is True and len(report["cells"]) == 4
+        assert all(c["result"] == "ERROR" and "lost the labgrid coordinator" in c["error"] for c in report["cells"])
+    assert not _qemu_running(work / "builds")

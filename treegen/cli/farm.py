@@ -108,7 +108,7 @@ class Progress:
 
 
 def cmd_farm(args) -> int:
-    from treegen.device.farm import Coordinator, coordinator_address
+    from treegen.device.farm import Coordinator, FarmError, coordinator_address
     from treegen.device.farm_matrix import junit_xml, run_matrix, select_places
 
     models = [(m, load(m)) for m in args.models]
@@ -140,7 +140,7 @@ def cmd_farm(args) -> int:
             first_try = r["attempts"][0]
             retried = f"  retried: {first_try['place']} {first_try['result']} ({first_try['error']})"
         figures = f"{r['rows']} rows, {r['mismatches']} mismatches" if r["rows"] is not None else (r["error"] or "")
-        print(f"{r['result']:<6} {Path(r['model']).name:<20} {r['target']:<18} {str(r['place']):<16} "
+        print(f"{r['result']:<6} {Path(r['model']).name:<20} {r['target']:<18} {str(r['place'] or '-'):<16} "
               f"{figures}{retried}")
     s = report["seconds"]
     print(f"result          {report['passed']} of {len(report['cells'])} cells PASS, {report['failed']} FAIL, "
@@ -149,6 +149,9 @@ def cmd_farm(args) -> int:
     write_json(args.json, {"command": "farm", **report})
     if args.junit is not None:
         write_text(args.junit, junit_xml(report), "JUnit file")
+    if report.get("coordinator_lost"):
+        raise FarmError(f"lost the labgrid coordinator at {address} during the matrix: "
+                        f"{len(report['cells']) - report['passed']} of {len(report['cells'])} cells did not pass")
     if not report["ok"]:
         raise HilFailed(f"{len(report['cells']) - report['passed']} of {len(report['cells'])} cells did not pass")
     return 0

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import time
 from pathlib import Path
 
 from treegen.core import targets as _targets
@@ -83,19 +84,39 @@ def _relink(path: str, target: str) -> None:
         raise FarmError(f"cannot point {path} at the native harness: {exc.strerror or exc}") from None
 
 
-def _boot(client, await_boot, rounds: int = 3) -> None:
-    """PING until the freshly started board answers in sequence: on a loaded host a late answer to an
-    earlier boot PING (wrong SEQ) is flushed away and the round starts again."""
+def _boot(client, limit: float = 60.0) -> None:
+    """PING the freshly started board until it answers its own PING. Like :func:`treegen.device.hil.await_boot`
+    (a PING the UART dropped while it was off times out and the link is flushed), but patient with a slow
+    boot on a loaded host: the firmware then answers the earlier PINGs late, in order, and such a stale
+    answer (another SEQ) is passed over instead of ending the boot; ``limit`` seconds in all."""
+    from treegen.device.firmware import MIN_PAYLOAD
     from treegen.device.protocol import DeviceTimeout, ProtocolError
 
-    for r in range(rounds):
-        try:
-            await_boot(client, timeouts=(0.25, 1.0, 3.0, 6.0))     # the last: a slow boot on a loaded host
-            return
-        except (DeviceTimeout, ProtocolError):
-            if r == rounds - 1:
-                raise
-            client.flush_device()
+    hint, client.max_payload_hint = client.max_payload_hint, MIN_PAYLOAD   # a short flush (see await_boot)
+    end = time.monotonic() + limit
+    timeouts = iter((0.25, 1.0, 3.0))
+    try:
+        while True:
+            try:
+                client.ping(b"boot", timeout=next(timeouts, 6.0))
+                return
+            except DeviceTimeout:          # lost (the client has flushed the link): PING again
+                if time.monotonic() >= end:
+                    raise
+            except ProtocolError:          # a late answer to an earlier PING: let the rest arrive, drop it
+                if time.monotonic() >= end:
+                    raise
+                _drain(client.port, quiet=1.0, limit=10.0)
+    finally:
+        client.max_payload_hint = hint
+
+
+def _drain(port, *, quiet: float, limit: float) -> None:
+    """Read and drop what arrives until ``quiet`` seconds pass without a byte (at most ``limit`` s)."""
+    start = last = time.monotonic()
+    while time.monotonic() - last < quiet and time.monotonic() - start < limit:
+        if port.read(4096):
+            last = time.monotonic()
 
 
 @contextlib.contextmanager
@@ -113,7 +134,7 @@ def place_board(place: HeldPlace, target, firmware, *, boot_timeout: float = 5.0
             raise FarmError(f"place {place.name}'s board is emulated on {ep.host}: run treegen on that host "
                             "(its exporter's), where QEMU is started with the image")
         from treegen.device.emulator import QemuBoard
-        from treegen.device.hil import await_boot, drain_quiet
+        from treegen.device.hil import drain_quiet
         from treegen.device.protocol import DeviceClient
 
         qemu = QemuBoard(tgt, firmware.path, port=ep.port, host=ep.host)
@@ -126,7 +147,7 @@ def place_board(place: HeldPlace, target, firmware, *, boot_timeout: float = 5.0
             client = DeviceClient.open(qemu.url, timeout=boot_timeout)
             client.drain_quiet = drain_quiet(tgt)
             try:
-                _boot(client, await_boot)   # then disconnect: QEMU's socket takes the HIL's connection next
+                _boot(client)   # then disconnect: QEMU's socket takes the HIL's connection next
             finally:
                 client.close()
             yield board

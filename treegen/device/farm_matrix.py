@@ -193,7 +193,11 @@ class _Matrix:
         except (TreegenError, OSError) as exc:
             rep = getattr(exc, "report", None)
             message = " ".join(str(exc).split())
-            if lost.is_set() or not self.lab.alive(place):
+            if not self.lab.connected():            # the coordinator itself: no place can be trusted now
+                attempt["result"] = "ERROR"
+                attempt["error"] = f"lost the labgrid coordinator at {self.lab.address}: {message}"
+                self.cancel.set()
+            elif lost.is_set() or not self.lab.alive(place):
                 lost.set()
                 attempt["result"] = "LOST"
                 attempt["error"] = f"exporter {attempt['exporter'] or '?'} of place {place} went away: {message}"
@@ -330,6 +334,11 @@ def run_matrix(lab: Coordinator, models, places: dict, *, data, build_root, layo
             th.join(30)
         raise
     m._orphans()
+    for c in cells:                      # the matrix stopped early (the coordinator went away): not run
+        if c.result is None:
+            c.result = "ERROR"
+            c.error = (f"not run: lost the labgrid coordinator at {lab.address}" if not lab.connected()
+                       else "not run")
     rows = [c.row() for c in cells]
     counts = {k: sum(r["result"] == k for r in rows) for k in ("PASS", "FAIL", "ERROR")}
     return {"format": REPORT_FORMAT, "coordinator": lab.address, "user": lab.user,
@@ -338,6 +347,7 @@ def run_matrix(lab: Coordinator, models, places: dict, *, data, build_root, layo
             "models": [n for n, _ in models], "targets": targets, "cells": rows,
             "passed": counts["PASS"], "failed": counts["FAIL"], "errors": counts["ERROR"],
             "retried": sum(r["retried"] for r in rows), "ok": counts["PASS"] == len(rows),
+            "coordinator_lost": not lab.connected(),
             "seconds": {"build": round(t_built - t0, 3), "matrix": round(time.monotonic() - t_built, 3)}}
 
 
