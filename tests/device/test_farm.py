@@ -96,7 +96,9 @@ def who(address: str) -> str:
 
 def _port_report(model: Model, target: str, fw, data: Path, tmp: Path) -> dict:
     """``treegen hil MODEL --target T --port URL --data D --json`` on ``fw`` started here."""
-    from treegen.hil.devices import _await_boot
+    from treegen.device.farm_board import boot
+    from treegen.device.hil import drain_quiet
+    from treegen.device.protocol import DeviceClient
 
     out = tmp / f"port-{target}-{model.hash()[:8]}.json"
     mfile = save(model, tmp / f"port-{model.hash()[:8]}.json")
@@ -112,7 +114,12 @@ def _port_report(model: Model, target: str, fw, data: Path, tmp: Path) -> dict:
             dev.stop(check=False)
     else:
         with QemuBoard(target, fw.path) as board:
-            _await_boot(board)
+            client = DeviceClient.open(board.url, timeout=5.0)     # booted as a place's board is (farm_board)
+            client.drain_quiet = drain_quiet(target)
+            try:
+                boot(client)
+            finally:
+                client.close()
             assert main([*argv, "--port", board.url]) == 0
     return json.loads(out.read_text())
 

@@ -84,7 +84,7 @@ def _relink(path: str, target: str) -> None:
         raise FarmError(f"cannot point {path} at the native harness: {exc.strerror or exc}") from None
 
 
-def _boot(client, limit: float = 60.0) -> None:
+def boot(client, limit: float = 60.0) -> None:
     """PING the freshly started board until it answers its own PING. Like :func:`treegen.device.hil.await_boot`
     (a PING the UART dropped while it was off times out and the link is flushed), but patient with a slow
     boot on a loaded host: the firmware then answers the earlier PINGs late, in order, and such a stale
@@ -147,7 +147,7 @@ def place_board(place: HeldPlace, target, firmware, *, boot_timeout: float = 5.0
             client = DeviceClient.open(qemu.url, timeout=boot_timeout)
             client.drain_quiet = drain_quiet(tgt)
             try:
-                _boot(client)   # then disconnect: QEMU's socket takes the HIL's connection next
+                boot(client)    # then disconnect: QEMU's socket takes the HIL's connection next
             finally:
                 client.close()
             yield board
