@@ -71,6 +71,9 @@ def test_the_documented_examples_run(tmp_path, monkeypatch):
     assert 0.8 <= ns["report"]["accuracy"] <= 1 and 0.5 <= ns["cv"]["accuracy"]["mean"] <= 1
     assert ns["on_board"]["ok"] and ns["on_board"]["mismatches"] == 0 and 0 <= ns["on_board"]["float_agreement"] <= 1
     assert ns["hil"]["ok"] and ns["hil"]["accuracy"] == ns["report"]["accuracy"]
+    cell = ns["farm"]["cells"][0]
+    assert ns["farm"]["ok"] and (cell["place"], cell["result"], cell["accuracy"]) == ("native-1", "PASS",
+                                                                                       ns["hil"]["accuracy"])
     assert ns["firmware"].elf.is_file() and ns["firmware"].flash_bytes > 0
     assert "qemu-m4 emulated" in text and "speed" in text
     assert ns["best"]["flash_bytes"] <= 2048 and ns["tuned"]["confirmation"]["ok"] and ns["tuned"]["front"]

@@ -78,6 +78,9 @@ OFFLINE = [
      "talks to a real board at its serial port: here the one-line error for a port that is not there"),
     (r"^python -m pytest hil .*--hil-port /dev/tty\w+", 1, r"cannot reach the device at --hil-port /dev/tty\w+",
      "the HIL suite against a real board: here every test fails (never skips) naming the port"),
+    (r"^treegen hil .*--place nucleo-1 --coordinator lab-server:20408", 2,
+     r"(?m)^treegen: error: cannot reach the labgrid coordinator at lab-server:20408",
+     "the HIL on a real board of a labgrid lab: here the one-line error for the lab server that is not there"),
     (r"^pytest --pyargs treegen.hil .*--treegen-port /dev/tty\w+", 1, r"cannot open serial port /dev/tty\w+",
      "the plugin's bundled checks against a real board: here they fail (never skip) naming the port"),
 ]
@@ -100,6 +103,10 @@ IN_CHECKOUT = [r"^python -m pytest hil "]
 _SUITE = ("pyproject.toml", 'testpaths = ["tests", "hil"]')
 _INSTALL = ("tests/hil/test_hil_plugin.py", '"pip", "install"')
 _CLUSTER = ("tests/cli/test_compare_cli.py", '"--scheduler"')
+_LAB = ("a lab of real boards (a lab server, a host with a Nucleo); the emulated farm of the same page runs "
+        "a real coordinator, exporters and places on 127.0.0.1")
+_FARM_LAB = ("treegen/device/farm_lab.py", '"labgrid-exporter", "-c", self.address')
+_FARM_PLACES = ("treegen/device/farm_lab.py", 'lab.define_place(p.name, [f"{p.exporter}/{p.name}/*"]')
 _BENCH = "a benchmark: hours on a 2-core machine, and it rewrites the committed bench/results/"
 EXCLUDED = [
     ("README.md", "bash scripts/main_job.sh",
@@ -133,6 +140,14 @@ EXCLUDED = [
      "--builds qemu-m4:scalar,qemu-m4:dsp,qemu-m55:scalar,qemu-m55:dsp,qemu-m55:mve,qemu-m33:scalar,qemu-m33:dsp "
      "--partial on --dot-cost", _BENCH, None),
     ("docs/guide/benchmarks.md", "python bench/published_ranks.py", _BENCH, None),
+    ("docs/guide/board-farm.md", "labgrid-coordinator -l 0.0.0.0:20408", _LAB, _FARM_LAB),
+    ("docs/guide/board-farm.md", "labgrid-exporter -c lab-server:20408 -n bench-pc-1 exporter.yaml",
+     "the board's host, with a Nucleo on USB; " + _LAB, _FARM_LAB),
+    ("docs/guide/board-farm.md", "labgrid-client -x lab-server:20408 -p nucleo-1 create", _LAB, _FARM_PLACES),
+    ("docs/guide/board-farm.md", "labgrid-client -x lab-server:20408 -p nucleo-1 add-match 'bench-pc-1/nucleo-1/*'",
+     _LAB, _FARM_PLACES),
+    ("docs/guide/board-farm.md", "labgrid-client -x lab-server:20408 -p nucleo-1 set-tags target=nucleo_f446re",
+     _LAB, _FARM_PLACES),
     ("hil/README.md", "python -m pytest hil -q", "the HIL suite: part of every `python -m pytest -q` run", _SUITE),
     ("hil/README.md", "python -m pytest hil -q --hil-target qemu-m4", "a part of the default HIL run", _SUITE),
     ("hil/README.md", "python -m pytest hil -q --hil-target qemu-m33,qemu-m55",

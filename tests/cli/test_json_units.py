@@ -68,7 +68,16 @@ def csv_file(tmp_path_factory):
     return path
 
 
-def test_every_command_json_has_fractions(csv_file, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def farm_address(tmp_path_factory):
+    """A labgrid farm with one native place (coordinator, exporter, ser2net on 127.0.0.1)."""
+    from treegen.device.farm_lab import EmulatedLab, specs
+
+    with EmulatedLab(tmp_path_factory.mktemp("farm-lab"), specs(["native@host"])) as lab:
+        yield lab.address
+
+
+def test_every_command_json_has_fractions(csv_file, tmp_path, capsys, farm_address):
     from treegen.cli.main import build_parser
 
     d = str(csv_file)
@@ -83,6 +92,8 @@ def test_every_command_json_has_fractions(csv_file, tmp_path, capsys):
         "export f32": ["export", m, "--target", "cortex-m4", "--dtype", "f32", "--data", d, "-o", tmp_path / "c32"],
         "targets": ["targets"],
         "hil": ["hil", m, "--target", "native", "--data", d, "-o", tmp_path / "hil-native", "--bench-iters", "10"],
+        "farm": ["farm", m, "--data", d, "--coordinator", farm_address, "-o", tmp_path / "farm", "--bench-iters", "10",
+                 "-q"],
         "compare": ["compare", d, "--algos", "cart", "--folds", "3", "--workers", "1", "-q"],
         "tune": ["tune", d, "--target", "native", "--algos", "cart", "--candidates", "1", "--workers", "1",
                  "-o", tmp_path / "best.json", "-q"],
@@ -113,6 +124,7 @@ def test_every_command_json_has_fractions(csv_file, tmp_path, capsys):
     assert ".agreement.fixed_vs_float" in keys["export"] and ".agreement.accuracy_fixed" in keys["export"]
     assert ".agreement.f32_vs_float" in keys["export f32"]
     assert ".float_agreement" in keys["hil"] and ".accuracy" in keys["hil"]
+    assert ".cells[0].accuracy" in keys["farm"] and ".cells[0].float_agreement" in keys["farm"]
     assert ".records[0].accuracy" in keys["compare"] and ".summary.scores[0][0]" in keys["compare"]
     assert ".info.oob_score" in keys["fit rf"]
     assert keys["targets"] == set()

@@ -41,6 +41,8 @@ BASE = {
     "build": {"model": "in:model", "target": "qemu-m4", "output": "out:fw"},
     "flash": {"model": "in:model", "target": "qemu-m4", "output": "out:fw"},
     "hil": {"model": "in:model", "target": "native", "data": "in:data", "output": "out:hil", "quiet": True},
+    "farm": {"models": ["in:model"], "data": "in:data", "build_dir": "out:farm", "coordinator": "127.0.0.1:9",
+             "quiet": True},
     "plot": {"kind": "tree", "inputs": ["in:model"], "output": "out:t.svg"},
     "import": {"source": "in:foreign-model", "output": "out:m.json"},
     "tune": {"data": "in:dataset", "target": "native", "algos": "cart", "candidates": "1", "workers": "1",
@@ -49,7 +51,8 @@ BASE = {
 
 #: free-text arguments that name no file this command reads or writes
 NOT_PATHS = {"delimiter", "algo", "algos", "port", "categorical", "base", "label", "scheduler", "data_dir",
-             "name", "features"}
+             "name", "features",
+             "place", "coordinator", "places", "targets"}     # labgrid place names and the coordinator's address
 
 #: how the standard output of each text output is recognised
 STDOUT_CHECKS = {
@@ -240,9 +243,18 @@ def _stdout_cases():
             yield pytest.param(command, o.dest, id=f"{command}-{o.dest}")
 
 
+@pytest.fixture(scope="module")
+def farm_coordinator(tmp_path_factory):
+    """A labgrid farm with one native place (coordinator, exporter, ser2net on 127.0.0.1) for ``treegen farm``."""
+    from treegen.device.farm_lab import EmulatedLab, specs
+
+    with EmulatedLab(tmp_path_factory.mktemp("farm-lab"), specs(["native@host"])) as lab:
+        yield lab.address
+
+
 @pytest.mark.parametrize("command, out_dest", list(_stdout_cases()))
 def test_dash_is_standard_output_for_text_and_refused_for_the_rest(files, tmp_path, capsys, monkeypatch, command,
-                                                                   out_dest):
+                                                                   out_dest, request):
     monkeypatch.chdir(tmp_path)                         # a file or folder called '-' would land here
     sub, outs, _ = _declared(command)
     action = next(a for a in outs if a.dest == out_dest)
@@ -253,6 +265,9 @@ def test_dash_is_standard_output_for_text_and_refused_for_the_rest(files, tmp_pa
         values["results"] = _compare_results(files, tmp_path)
     if command == "tune" and out_dest != "results":     # the same for tune's search (its costs: native HIL)
         values["results"] = _tune_results(files, tmp_path)
+    if command == "farm" and kind == "text":           # a run to its end: a real (one-place) farm
+        values["coordinator"] = request.getfixturevalue("farm_coordinator")
+        values["bench_iters"] = "10"
     values[out_dest] = "-"
     before = _snapshot(tmp_path)
     code, out, err = run_cli(capsys, _argv(command, values))

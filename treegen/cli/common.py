@@ -72,6 +72,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """Seconds to wait: finite, >= 0, at most :data:`treegen.core.limits.MAX_TIMEOUT`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number expected, got {text!r}") from None
+    if value == 0:
+        return 0.0
+    return timeout_seconds(text)
+
+
 def timeout_seconds(text: str) -> float:
     """A timeout in seconds: finite, > 0, at most :data:`treegen.core.limits.MAX_TIMEOUT`."""
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_range,
-                                model_names, positive_float, timeout_seconds)
+                                model_names, non_negative_float, positive_float, timeout_seconds)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
 from treegen.core.errors import DataError, TreegenError
@@ -33,6 +33,7 @@ def register(sub) -> None:
                    help="use the device running at this serial port or pyserial URL (/dev/ttyACM0, "
                         "socket://127.0.0.1:PORT); required for real boards (flashed with 'treegen flash'). "
                         "Without it, native and emulated targets are built and started here")
+    add_place_options(p)
     input_(p.add_argument("--data", required=True, metavar="CSV", help="rows to stream (label column optional)"),
            "data")
     p.add_argument("--label", metavar="NAME", help="label column of --data (default: last, if present)")
@@ -74,9 +75,20 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_hil)
 
 
-def cmd_hil(args) -> int:
-    from treegen.device import hil
+def add_place_options(p) -> None:
+    """--place, --coordinator, --place-timeout (a labgrid place instead of --port)."""
+    g = p.add_argument_group("board farm (labgrid; docs/guide/board-farm.md)")
+    g.add_argument("--place", metavar="NAME",
+                   help="run on this labgrid place instead of --port: acquire it (waiting up to --place-timeout "
+                        "while someone else holds it), start its emulated board with the image (native/QEMU "
+                        "places) or use its flashed board, run the HIL on its serial port, release it")
+    g.add_argument("--coordinator", metavar="HOST:PORT",
+                   help="labgrid coordinator (default: the LG_COORDINATOR environment variable)")
+    g.add_argument("--place-timeout", type=non_negative_float, default=0.0, metavar="S",
+                   help="seconds to wait for a place held by someone else (default 0: fail at once)")
 
+
+def cmd_hil(args) -> int:
     target = get_target(args.target)
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
@@ -95,6 +107,12 @@ def cmd_hil(args) -> int:
         raise TreegenError("--risk and --vicinity-sigma2 go with --train")
     if args.vicinity_sigma2 is not None and args.risk != "vicinal":
         raise TreegenError("--vicinity-sigma2 goes with --risk vicinal")
+    if args.place is not None:
+        if args.port is not None:
+            raise TreegenError("--place and --port exclude each other: the place's serial port is used")
+        if args.train:
+            raise TreegenError("--train does not run on a --place (yet): use --port")
+        return cmd_hil_place(args, model, target, ds, out)
     if args.train:
         if args.port is not None:
             return cmd_hil_train(args, model, target, ds, out)
@@ -103,24 +121,76 @@ def cmd_hil(args) -> int:
         with buildfolder.locked(out):          # build and run: one treegen at a time per build folder
             return cmd_hil_train(args, model, target, ds, out)
 
+    return _run_and_report(args, model, target, ds, out, args.port)
+
+
+def cmd_hil_place(args, model, target, ds, out) -> int:
+    """``treegen hil MODEL --target T --place NAME``: acquire the place, build the image (native and
+    emulated places), start the place's board with it, run the HIL on its serial port, release."""
+    import sys
+
+    from treegen.device import hil
+    from treegen.device.farm import Coordinator, FarmError, coordinator_address
+    from treegen.device.farm_board import place_board
+
+    address = coordinator_address(args.coordinator)
+    with Coordinator(address) as lab:
+        info = lab.place(args.place)
+        if info.target is not None and info.target != target.name:
+            raise FarmError(f"place {args.place} is tagged target={info.target}, not {target.name}")
+
+        tty = sys.stderr.isatty()
+        shown = []
+
+        def waiting(text):
+            if not args.quiet:
+                shown.append(text)
+                print(f"\r\033[K{text}" if tty else text, end="" if tty else "\n", file=sys.stderr, flush=True)
+
+        fw = None
+        if target.kind in ("host", "emulated"):
+            from treegen.device import buildfolder
+
+            with buildfolder.locked(out):
+                fw = hil.build_firmware(model, target, out, layout=args.layout or "table",
+                                        variant=args.variant or "auto")
+        try:
+            with lab.held(args.place, timeout=args.place_timeout, progress=waiting) as place:
+                if shown and tty:
+                    print(file=sys.stderr)
+                print(f"place           {place.name}  (acquired by {lab.user} from {address}; serial "
+                      f"{place.serial.resource})", flush=True)
+                with place_board(place, target, fw) as board:
+                    return _run_and_report(args, model, target, ds, out, board.url, place=place.name)
+        except FarmError:
+            if shown and tty:
+                print(file=sys.stderr, flush=True)
+            raise
+
+
+def _run_and_report(args, model, target, ds, out, port, place: str | None = None) -> int:
+    from treegen.device import hil
+
     bar = progress_bar(total=ds.n_rows, desc="hil predict", quiet=args.quiet, unit="row")
 
     def progress(done, total):
         bar.update(done - bar.n)
 
     try:
-        report = hil.run_hil(model, target, port=args.port, data=(ds.X, ds.labels if ds.labels.shape[0] else None),
+        report = hil.run_hil(model, target, port=port, data=(ds.X, ds.labels if ds.labels.shape[0] else None),
                              layout=args.layout, variant=args.variant, build_dir=out, timeout=args.timeout,
                              bench_iters=args.bench_iters, float_ulps=args.float_ulps, progress=progress)
     except hil.HilError as exc:
         bar.close()
         if exc.report is not None:
             exc.report["model"] = str(args.model)
+            exc.report["place"] = place
             _hil_outputs(args, exc.report)
         raise
     finally:
         bar.close()
     report["model"] = str(args.model)
+    report["place"] = place
     _print_hil(report)
     _hil_outputs(args, report)
     if not report["ok"]:

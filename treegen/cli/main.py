@@ -1,4 +1,4 @@
-"""Command-line interface: ``treegen fit | predict | eval | cv | show | compare | tune | import | export | targets | build | flash | hil | plot | dataset``.
+"""Command-line interface: ``treegen fit | predict | eval | cv | show | compare | tune | import | export | targets | build | flash | hil | farm | plot | dataset``.
 
 Results go to stdout, progress bars to stderr (only on a terminal, never with ``--quiet``).
 Every user error prints one line ``treegen: error: ...`` on stderr and exits with status 2;
@@ -19,7 +19,7 @@ import signal
 import sys
 import warnings
 
-from treegen.cli import compare, export, firmware, hil, imports, models, plot, samples, tune
+from treegen.cli import compare, export, farm, firmware, hil, imports, models, plot, samples, tune
 from treegen.cli.common import CLIError, HilFailed, Interrupted
 from treegen.cli.paths import check_command
 from treegen.core.errors import TreegenError
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Decision trees for microcontrollers: induce, evaluate, inspect.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in (models, compare, tune, imports, export, firmware, hil, plot, samples):    # the order of 'treegen --help'
+    for group in (models, compare, tune, imports, export, firmware, hil, farm, plot, samples):    # the order of 'treegen --help'
         group.register(sub)
     return parser
 

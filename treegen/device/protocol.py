@@ -409,8 +409,11 @@ def open_port(url: str, *, baudrate: int = DEFAULT_BAUDRATE, timeout: float = DE
 
         raise missing("pyserial", "talking to a device") from None
 
+    # pyserial's RFC 2217 client (ser2net, a labgrid place's NetworkSerialPort) refuses write_timeout;
+    # its writes go to a TCP socket, as socket:// ones do
+    write_timeout = None if str(url).startswith("rfc2217://") else timeout
     try:
-        return serial.serial_for_url(url, baudrate=baudrate, timeout=POLL_INTERVAL, write_timeout=timeout)
+        return serial.serial_for_url(url, baudrate=baudrate, timeout=POLL_INTERVAL, write_timeout=write_timeout)
     except (serial.SerialException, OSError, ValueError) as exc:
         raise TreegenError(f"cannot open serial port {url}: {_one_line(exc)}") from None
 

@@ -114,10 +114,54 @@ def _await_boot(board) -> None:
 
 
 @contextlib.contextmanager
-def start_device(target: tg_targets.Target, fw, port: str | None):
-    """A :class:`RunningDevice` for ``fw`` on ``target`` (or the device at ``port``); stopped at exit."""
+def held_place(opts):
+    """The labgrid place of ``--treegen-place``, acquired (waiting ``--treegen-place-timeout`` s) and released
+    at exit; anything that goes wrong fails the test in one line."""
+    from treegen.device.farm import Coordinator, coordinator_address
+
+    error = None
+    lab = None
+    try:
+        lab = Coordinator(coordinator_address(opts.coordinator)).connect()
+        held = lab.held(opts.place, timeout=opts.place_timeout)
+        place = held.__enter__()
+    except TreegenError as exc:
+        error = f"--treegen-place {opts.place}: {exc}"
+        if lab is not None:
+            lab.close()
+    if error:
+        pytest.fail(error, pytrace=False)
+    try:
+        yield place
+    finally:
+        try:
+            held.__exit__(None, None, None)
+        finally:
+            lab.close()
+
+
+@contextlib.contextmanager
+def start_device(target: tg_targets.Target, fw, port: str | None, *, place=None):
+    """A :class:`RunningDevice` for ``fw`` on ``target`` (or the device at ``port``, or the board of the
+    acquired labgrid ``place``); stopped at exit."""
     if port is not None:
         yield RunningDevice(target, port)
+        return
+    if place is not None:
+        from treegen.device.farm_board import place_board
+
+        error = None
+        try:
+            ctx = place_board(place, target, fw if target.kind in ("host", "emulated") else None)
+            board = ctx.__enter__()
+        except TreegenError as exc:
+            error = f"place {place.name}: the board did not start: {exc}"
+        if error:
+            pytest.fail(error, pytrace=False)
+        try:
+            yield RunningDevice(target, board.url, None, fw, [f"labgrid place {place.name} ({place.serial.resource})"])
+        finally:
+            ctx.__exit__(None, None, None)
         return
     if fw is None:
         pytest.fail(f"no firmware for {target.name}", pytrace=False)

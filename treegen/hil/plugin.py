@@ -8,6 +8,11 @@ Options (``pytest --help``, group "treegen")::
     --treegen-model FILE  the model under test (a treegen model file)
     --treegen-data CSV    rows sent to the device (default: seeded random Q15 rows)
     --treegen-timeout S   seconds per request (default 20)
+    --treegen-place NAME  a labgrid place instead of --treegen-port: acquired for the session (released at
+                          its end); a native or emulated place's board runs the session's firmware, a
+                          real board's serial port is used as --treegen-port would be
+    --treegen-coordinator HOST:PORT   labgrid coordinator (default: LG_COORDINATOR)
+    --treegen-place-timeout S         seconds to wait for a place someone else holds (default 0)
 
 Fixtures, for the bundled checks (``pytest --pyargs treegen.hil ...``) and for your own tests:
 
@@ -53,6 +58,12 @@ def pytest_addoption(parser):
                 help="rows sent to the device (default: seeded random Q15 rows)")
     g.addoption("--treegen-timeout", type=float, default=20.0, metavar="S",
                 help="seconds per device request (default 20)")
+    g.addoption("--treegen-place", default=None, metavar="NAME",
+                help="the device under test is this labgrid place's board (instead of --treegen-port)")
+    g.addoption("--treegen-coordinator", default=None, metavar="HOST:PORT",
+                help="labgrid coordinator of --treegen-place (default: LG_COORDINATOR)")
+    g.addoption("--treegen-place-timeout", type=float, default=0.0, metavar="S",
+                help="seconds to wait for a place held by someone else (default 0)")
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,9 @@ class Options:
     model: str | None
     data: str | None
     timeout: float
+    place: str | None = None
+    coordinator: str | None = None
+    place_timeout: float = 0.0
 
     @property
     def port_mode(self) -> bool:
@@ -72,7 +86,8 @@ class Options:
 def options(config) -> Options:
     return Options(config.getoption("--treegen-target"), config.getoption("--treegen-port"),
                    config.getoption("--treegen-model"), config.getoption("--treegen-data"),
-                   float(config.getoption("--treegen-timeout")))
+                   float(config.getoption("--treegen-timeout")), config.getoption("--treegen-place"),
+                   config.getoption("--treegen-coordinator"), float(config.getoption("--treegen-place-timeout")))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -98,11 +113,26 @@ def treegen_options(request) -> Options:
     opts = options(request.config)
     try:
         check_timeout(opts.timeout, "--treegen-timeout")
+        if opts.place is not None and opts.port is not None:
+            raise TreegenError("--treegen-place and --treegen-port exclude each other")
     except TreegenError as exc:
         message = str(exc)
     else:
         return opts
     _fail(message)
+
+
+@pytest.fixture(scope="session")
+def treegen_place(treegen_options):
+    """The acquired labgrid place of ``--treegen-place`` (:class:`~treegen.device.farm.HeldPlace`), None
+    without it; released when the session ends."""
+    if treegen_options.place is None:
+        yield None
+        return
+    from treegen.hil.devices import held_place
+
+    with held_place(treegen_options) as place:
+        yield place
 
 
 @pytest.fixture(scope="session")
@@ -153,18 +183,19 @@ def treegen_firmwares(tmp_path_factory):
 @pytest.fixture(scope="session")
 def treegen_firmware(treegen_options, treegen_target, treegen_case, treegen_firmwares):
     """The firmware built for the model and target (None with ``--treegen-port``: the device runs already)."""
-    if treegen_options.port_mode:
-        return None
+    if treegen_options.port_mode or (treegen_options.place is not None and treegen_target.kind == "board"):
+        return None            # a board runs what was flashed on it
     return treegen_firmwares.get(treegen_target, treegen_case)
 
 
 @pytest.fixture
-def treegen_running_device(request, treegen_options, treegen_target, treegen_firmware):
+def treegen_running_device(request, treegen_options, treegen_target, treegen_firmware, treegen_place):
     """The device (:class:`~treegen.hil.devices.RunningDevice`, no client connected): QEMU or the native
-    harness started for this test and stopped afterwards, or the ``--treegen-port`` device."""
+    harness started for this test and stopped afterwards (at the ``--treegen-place``'s serial port for
+    a place), or the ``--treegen-port`` device."""
     from treegen.hil.devices import ITEM_ATTR, start_device
 
-    with start_device(treegen_target, treegen_firmware, treegen_options.port) as dev:
+    with start_device(treegen_target, treegen_firmware, treegen_options.port, place=treegen_place) as dev:
         setattr(request.node, ITEM_ATTR, dev)
         yield dev
 
