@@ -44,6 +44,7 @@ BASE = {
     "farm": {"models": ["in:model"], "data": "in:data", "build_dir": "out:farm", "coordinator": "127.0.0.1:9",
              "quiet": True},
     "plot": {"kind": "tree", "inputs": ["in:model"], "output": "out:t.svg"},
+    "dataset": {"name": "irs", "output": "out:irs.csv"},
     "import": {"source": "in:foreign-model", "output": "out:m.json"},
     "tune": {"data": "in:dataset", "target": "native", "algos": "cart", "candidates": "1", "workers": "1",
              "output": "out:best.json", "quiet": True},
