@@ -4,7 +4,7 @@ Usage::
 
     nice -n 10 python bench/tune_unseen.py [--datasets gls,zoo,ion,son,liv,bcw,hrts,lym]
         [--targets qemu-m4,qemu-uno] [--algos cart,id3,de-pdt,rf] [--candidates 2] [--seed 0]
-        [--workers 1] [--out bench/results/tune_unseen] [--keep DIR]
+        [--workers 1] [--jobs 1] [--out bench/results/tune_unseen] [--keep DIR]
 
 tune was developed and benched on irs (tests, docs), veh, pid and seg (bench/tune_bench.py); the
 default datasets here are eight others of ``../shared/datasets`` of varied shapes (6 to 60 features,
@@ -26,6 +26,7 @@ folders (JSON, plot, stdout/stderr) under ``--keep`` (default: a temporary folde
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shlex
@@ -59,7 +60,8 @@ def run_one(name: str, target: str, args, folder: Path) -> dict:
             "--plot", str(folder / "front.png"), "-q"]
     if args.budget_minutes:
         argv += ["--budget-minutes", str(args.budget_minutes)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "treegen", *argv[1:]], capture_output=True, text=True, env=env,
                           cwd=folder)
@@ -80,7 +82,8 @@ def run_one(name: str, target: str, args, folder: Path) -> dict:
                    failures=[{k: f.get(k) for k in ("name", "stage", "layout", "variant", "reason")}
                              for f in res.get("failures", [])],
                    chosen=None if res["chosen"] is None else
-                   {k: res["chosen"][k] for k in ("name", "layout", "variant", "accuracy", "flash_bytes", "latency_us")})
+                   {k: res["chosen"][k] for k in ("name", "layout", "variant", "accuracy", "flash_bytes",
+                                                  "latency_us")})
     return rec
 
 
@@ -95,7 +98,8 @@ def markdown(records: list[dict], command: str) -> str:
     for r in records:
         chosen = "-" if not r.get("chosen") else (f"{r['chosen']['name']} ({r['chosen']['layout']}, "
                                                   f"{r['chosen']['variant']}) {100 * r['chosen']['accuracy']:.2f} %, "
-                                                  f"{r['chosen']['flash_bytes']} B, {r['chosen']['latency_us']:.3g} µs")
+                                                  f"{r['chosen']['flash_bytes']} B, "
+                                                  f"{r['chosen']['latency_us']:.3g} µs")
         lines.append(f"| {r['dataset']} | {r['target']} | {'yes' if r['completed'] else 'NO'} | {r['exit']} | "
                      f"{r['seconds']:.0f} | {r.get('candidates', '-')} | {r.get('points', '-')} | {chosen} | "
                      f"{len(r.get('failures') or [])} |")
@@ -132,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-minutes", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (each its own process)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "tune_unseen"))
     ap.add_argument("--keep", default=None, help="keep every run's folder here")
     args = ap.parse_args(argv)
@@ -140,12 +145,16 @@ def main(argv=None) -> int:
     out = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="treegen-tune-unseen-") as tmp:
         base = Path(args.keep) if args.keep else Path(tmp)
-        for target in args.targets.split(","):
-            for name in args.datasets.split(","):
-                rec = run_one(name, target, args, base / f"{name}-{target}")
+        runs = [(name, target) for target in args.targets.split(",") for name in args.datasets.split(",")]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futures = {pool.submit(run_one, name, target, args, base / f"{name}-{target}"): (name, target)
+                       for name, target in runs}
+            for fut in concurrent.futures.as_completed(futures):
+                rec = fut.result()
                 records.append(rec)
-                print(f"{name} {target}: exit {rec['exit']}, completed {rec['completed']}, {rec['seconds']:.0f} s, "
-                      f"{len(rec.get('failures') or [])} failed", flush=True)
+                records.sort(key=lambda r: runs.index((r["dataset"], r["target"])))
+                print(f"{rec['dataset']} {rec['target']}: exit {rec['exit']}, completed {rec['completed']}, "
+                      f"{rec['seconds']:.0f} s, {len(rec.get('failures') or [])} failed", flush=True)
                 # written after every run: a long bench cut short keeps what it measured
                 out.with_suffix(".json").write_text(json.dumps({"command": command, "commit": commit(),
                                                                 "records": records}, indent=1) + "\n")

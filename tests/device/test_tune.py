@@ -264,7 +264,8 @@ def test_a_chosen_model_that_fails_its_confirmation_gives_way_to_the_next(first,
     d, a = first
     killed = _kill_devices(monkeypatch, lambda m, fw, k: "confirm-" in str(fw.path) and not k)
     argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
-            "--seed", "5", "--results", d / "r.tasks.jsonl", "-o", tmp_path / "best.json", "--json", tmp_path / "t.json",
+            "--seed", "5", "--results", d / "r.tasks.jsonl", "-o", tmp_path / "best.json",
+            "--json", tmp_path / "t.json",
             "-q"]
     code, out, err = run_cli(capsys, [str(x) for x in argv])
     assert code == 0, err
@@ -275,7 +276,8 @@ def test_a_chosen_model_that_fails_its_confirmation_gives_way_to_the_next(first,
                key=lambda i: (-round(res["points"][i]["accuracy"], 9), res["points"][i]["flash_bytes"],
                               res["points"][i]["latency_us"], res["points"][i]["name"], res["points"][i]["layout"],
                               res["points"][i]["variant"]))
-    assert (bad["name"], bad["layout"], bad["variant"]) == tuple(res["points"][best][k] for k in ("name", "layout", "variant"))
+    assert (bad["name"], bad["layout"], bad["variant"]) == tuple(res["points"][best][k]
+                                                                 for k in ("name", "layout", "variant"))
     assert res["chosen"]["index"] != best and res["confirmation"]["ok"]
     assert "failed its confirming HIL run" in out and "HIL on native: PASS" in out
     assert json.loads((tmp_path / "best.json").read_text())["metadata"]["tune"]["layout"] == res["chosen"]["layout"]
@@ -298,7 +300,8 @@ def test_a_mismatch_of_every_confirmed_model_fails_the_run_and_keeps_the_front(f
         return got
     monkeypatch.setattr(hil, "predict_rows", wrong)
     argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
-            "--seed", "5", "--results", d / "r.tasks.jsonl", "-o", tmp_path / "best.json", "--json", tmp_path / "t.json",
+            "--seed", "5", "--results", d / "r.tasks.jsonl", "-o", tmp_path / "best.json",
+            "--json", tmp_path / "t.json",
             "--plot", tmp_path / "t.png", "-q"]
     code, out, err = run_cli(capsys, [str(x) for x in argv])
     assert code == 1

@@ -326,6 +326,21 @@ def _measure(found, models, data, meter: CostMeter, tgt, budget: dict, progress,
     return points
 
 
+def over_text(cost: dict, budget: dict, over: Sequence[str]) -> str:
+    """The limits ``cost`` exceeds, with both figures (``latency 2.13 µs > 2 µs``)."""
+    show = {"max_flash": ("flash_bytes", "flash", "B"), "max_ram": ("ram_bytes", "RAM", "B"),
+            "max_latency_us": ("latency_us", "latency", "µs"),
+            "max_instructions": ("instructions", "instructions", "")}
+    parts = []
+    for limit in over:
+        field, what, unit = show[limit]
+        value = cost.get(field)
+        shown = "unknown" if value is None else (f"{value}" if isinstance(value, int) else f"{value:.3g}")
+        unit = f" {unit}" if unit else ""
+        parts.append(f"{what} {shown}{unit} > {budget[limit]:g}{unit}")
+    return ", ".join(parts)
+
+
 def confirm_on_device(chosen: dict, data: _cmp.CompareData, tgt, budget: dict, *, work_dir=None) -> dict:
     """One HIL run of the chosen model on every row (labels given): the firmware's linked sizes and
     BENCH instructions on the emulated core, checked against the budget (the model's share of the
@@ -366,7 +381,7 @@ def confirm_on_device(chosen: dict, data: _cmp.CompareData, tgt, budget: dict, *
             "latency_us": latency_us(report.get("insn_per_inference"), report.get("counter_unit"), tgt.clock_hz)}
     over = fits(cost, budget)
     out = {"ok": not over, "hil_ok": True, "over_budget": over, "error": None,
-           "reason": None if not over else "over budget when confirmed on every row: " + ", ".join(over),
+           "reason": None if not over else f"over budget when confirmed on every row: {over_text(cost, budget, over)}",
            "rows": report["rows"], "mismatches": report.get("mismatches"), "device_accuracy": report.get("accuracy"),
            "image_flash_bytes": report.get("flash_bytes"), "image_ram_bytes": report.get("ram_bytes"),
            "insn_per_inference": report.get("insn_per_inference"), "counter_unit": report.get("counter_unit"),

@@ -224,7 +224,8 @@ def failure_reason(report: dict, model: Model, rows: np.ndarray, target: _target
         host = run_hil(model, _targets.get("native"), build_dir=Path(work_dir) / f"native-{report.get('layout')}",
                        data=(rows[bad], None), layout=report.get("layout") or "table", bench_iters=0)
     except (HilError, TreegenError, OSError) as exc:
-        return f"device mismatch on the emulated {target.name}: {seen}; the host check of these rows could not run ({exc})"
+        return (f"device mismatch on the emulated {target.name}: {seen}; the host check of these rows could not run "
+                f"({exc})")
     if host.get("mismatches"):
         return (f"code defect: {seen}, and the host build of the same C differs from the model on these rows too "
                 "(treegen's C is not its model)")
