@@ -220,7 +220,7 @@ def _kill_devices(monkeypatch, when):
     def opened(target, *, firmware=None, model=None, **kw):
         with real(target, firmware=firmware, model=model, **kw) as dev:
             if model is not None and when(model, firmware, killed):
-                proc = getattr(dev.process, "proc", None) or dev.process
+                proc = getattr(dev.process, "proc", None) or getattr(dev.process, "process", None)   # native, QEMU
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
                 killed.append(str(firmware.path))
@@ -256,6 +256,23 @@ def test_a_refused_candidate_and_a_killed_device_do_not_stop_the_search(monkeypa
     assert (tmp_path / "t.png").stat().st_size > 1000 and (tmp_path / "best.json").exists()
     assert "failed [1]" in out and "failed [2]" in out and "failed candidates (2;" in out
     assert "height must be an integer in 2..12" in out and "HIL on native: PASS" in out
+
+
+def test_a_killed_emulator_is_a_one_line_cost_failure(irs, monkeypatch, tmp_path):
+    """QEMU (qemu-m4) killed with SIGKILL once it is up: the cost measurement fails with one line about
+    the lost link (what tune records for the candidate), no QEMU is left running."""
+    import subprocess
+
+    from treegen.core.errors import TreegenError
+    from treegen.learn.estimators import make_estimator
+
+    model = make_estimator("cart", max_depth=3, random_state=0).fit(*irs).model_
+    killed = _kill_devices(monkeypatch, lambda m, fw, k: True)
+    with pytest.raises(TreegenError) as exc:
+        tune_cost.CostMeter("qemu-m4", work_dir=tmp_path)(model, irs[0], "table", "scalar")
+    assert len(killed) == 1 and "link lost" in str(exc.value) and "\n" not in str(exc.value)
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
+    assert not left, left
 
 
 def test_a_chosen_model_that_fails_its_confirmation_gives_way_to_the_next(first, monkeypatch, capsys, tmp_path):
