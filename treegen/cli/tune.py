@@ -1,8 +1,11 @@
 """``treegen tune DATA --target T``: the most accurate model that fits the target's flash, RAM and time.
 
 The search and its costs are :func:`treegen.device.tune.tune` (the Python API); here: the options,
-the progress bar, the front as a table on stdout, ``--json``, ``--plot``, the chosen model (``-o``),
-its export (``--export``) and the exit status: 0 with a model, 2 and one line when nothing fits.
+the progress bar, the front as a table on stdout (the failed candidates under it), ``--json``,
+``--plot`` (both written whatever happened to single candidates), the chosen model (``-o``), its
+export (``--export``: a user's file there is refused before the search unless ``--force``) and the
+exit status: 0 with a model, 2 and one line when nothing fits, 1 when no model within the budget
+passed its confirming HIL run (the front, JSON and plot still written, no model saved).
 """
 
 from __future__ import annotations
