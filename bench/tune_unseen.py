@@ -87,9 +87,13 @@ def run_one(name: str, target: str, args, folder: Path) -> dict:
     return rec
 
 
-def markdown(records: list[dict], command: str) -> str:
+def markdown(records: list[dict], command: str, at_commit: str | None = None) -> str:
     lines = ["# `treegen tune` on datasets it was not developed on", "",
-             f"Command: `{command}`  ", f"Commit: {commit()}", "",
+             f"Command: `{command}`  ", f"Commit: {at_commit or commit()}", "",
+             "tune was developed and benched on irs, veh, pid and seg; these datasets are others of "
+             "`../shared/datasets` (6 to 60 features, 2 to 7 classes, 101 to 699 rows). Each run is the command "
+             "a user types, in its own process (the per-run commands below; `-o`/`--json`/`--plot` into a "
+             "scratch folder).", "",
              "Exit status: 0 a model chosen and confirmed on the device; 2 nothing fits the budget (one line); "
              "1 no model within the budget passed its confirming HIL run. *Completed*: one of those, the JSON "
              "and the plot written, no traceback.", "",
@@ -139,7 +143,13 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (each its own process)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "tune_unseen"))
     ap.add_argument("--keep", default=None, help="keep every run's folder here")
+    ap.add_argument("--render", metavar="JSON", help="only write <out>.md again from a results JSON of this script")
     args = ap.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        text = markdown(saved["records"], saved["command"], saved["commit"])
+        Path(args.out).with_suffix(".md").write_text(text + "\n")
+        return 0
     command = "python bench/tune_unseen.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     records = []
     out = Path(args.out)
