@@ -8,7 +8,7 @@ Usage::
 
 tune was developed and benched on irs (tests, docs), veh, pid and seg (bench/tune_bench.py); the
 default datasets here are eight others of ``../shared/datasets`` of varied shapes (6 to 60 features,
-2 to 7 classes, 100 to 700 rows; zoo's smallest class has 4 rows, fewer than the 5 folds). Each
+2 to 7 classes, 101 to 699 rows; zoo's smallest class has 4 rows, fewer than the 5 folds). Each
 (dataset, target) runs the command a user types, as a separate process::
 
     treegen tune DATA --target qemu-m4 --max-flash 1KiB --max-latency-us 2 ...
