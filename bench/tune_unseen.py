@@ -68,7 +68,8 @@ def run_one(name: str, target: str, args, folder: Path) -> dict:
     seconds = time.monotonic() - t0
     (folder / "stdout.txt").write_text(proc.stdout)
     (folder / "stderr.txt").write_text(proc.stderr)
-    rec = {"dataset": name, "target": target, "command": shlex.join(argv).replace(str(DATASETS), "../shared/datasets"),
+    shown = shlex.join(argv).replace(str(DATASETS), "../shared/datasets").replace(str(folder), "RUN")
+    rec = {"dataset": name, "target": target, "command": shown,
            "exit": proc.returncode, "seconds": round(seconds, 1), "json_written": (folder / "tune.json").exists(),
            "plot_written": (folder / "front.png").exists(), "traceback": "Traceback" in proc.stderr,
            "stderr": proc.stderr.strip().splitlines()[-3:],
@@ -93,7 +94,10 @@ def markdown(records: list[dict], command: str, at_commit: str | None = None) ->
              "tune was developed and benched on irs, veh, pid and seg; these datasets are others of "
              "`../shared/datasets` (6 to 60 features, 2 to 7 classes, 101 to 699 rows). Each run is the command "
              "a user types, in its own process (the per-run commands below; `-o`/`--json`/`--plot` into a "
-             "scratch folder).", "",
+             "scratch folder, `RUN` below).", "",
+             "On qemu-uno the latency figures are QEMU's host-clock nanoseconds (its AVR machine has no "
+             "instruction counter), not the AVR's time: only the flash budget is set for the Uno; the emulated "
+             "Uno is moving to simavr (cycle-exact), where these runs are to be repeated.", "",
              "Exit status: 0 a model chosen and confirmed on the device; 2 nothing fits the budget (one line); "
              "1 no model within the budget passed its confirming HIL run. *Completed*: one of those, the JSON "
              "and the plot written, no traceback.", "",

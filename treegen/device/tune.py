@@ -335,7 +335,7 @@ def over_text(cost: dict, budget: dict, over: Sequence[str]) -> str:
     for limit in over:
         field, what, unit = show[limit]
         value = cost.get(field)
-        shown = "unknown" if value is None else (f"{value}" if isinstance(value, int) else f"{value:.3g}")
+        shown = "unknown" if value is None else (f"{value}" if isinstance(value, int) else f"{value:.4g}")
         unit = f" {unit}" if unit else ""
         parts.append(f"{what} {shown}{unit} > {budget[limit]:g}{unit}")
     return ", ".join(parts)
