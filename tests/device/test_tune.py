@@ -187,3 +187,214 @@ def test_ctrl_c_is_clean_and_the_rerun_resumes_to_the_same_front(irs, first, tmp
     assert process_group_gone(run.pid, 20), "processes of the interrupted run are still alive"
     resumed = tune(*irs, "native", seed=5, results=results, costs=tmp_path / "i.costs.jsonl", confirm=False, **ARGS)
     assert _stable(resumed) == _stable(first[1])
+
+
+# ---------------------------------------------------------------------- a tune that never loses work
+def _bad_candidate(monkeypatch):
+    """An extra candidate the inducer itself refuses on the workers (DE-PDT height 1: 'height must be an
+    integer in 2..12'), as the search once proposed on data it had not seen."""
+    from treegen.learn import compare as C
+    from treegen.learn import tune as T
+
+    real = T.sample_methods
+
+    def sample(*a, **kw):
+        return real(*a, **kw) + [C.Method("de-pdt(height=1)", "de-pdt", {"height": 1})]
+    monkeypatch.setattr("treegen.learn.tune.sample_methods", sample)
+
+
+def _kill_devices(monkeypatch, when):
+    """Wrap open_device: for the runs where ``when(model, firmware, killed)`` is true, the device's process (the
+    native harness or QEMU) is killed with SIGKILL as soon as it answers the connection: a device that
+    stops answering mid-run. Returns the list of killed runs."""
+    import contextlib
+    import os
+    import signal
+
+    from treegen.device import hil
+
+    real = hil.open_device
+    killed = []
+
+    @contextlib.contextmanager
+    def opened(target, *, firmware=None, model=None, **kw):
+        with real(target, firmware=firmware, model=model, **kw) as dev:
+            if model is not None and when(model, firmware, killed):
+                proc = getattr(dev.process, "proc", None) or getattr(dev.process, "process", None)   # native, QEMU
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                killed.append(str(firmware.path))
+            yield dev
+    monkeypatch.setattr(hil, "open_device", opened)
+    return killed
+
+
+def _is_candidate(model):
+    return (model.metadata or {}).get("treegen_tune") != "baseline"
+
+
+def test_a_refused_candidate_and_a_killed_device_do_not_stop_the_search(monkeypatch, capsys, tmp_path):
+    """One candidate refused by its inducer in the CV (on the Dask worker) and the device of the first
+    cost run killed mid-run: both are recorded with their reasons (table, JSON, plot title), the others
+    are measured, a model is chosen and confirmed, the front, JSON and plot are written. Seen failing
+    before the change: the refusal ended the whole search with nothing written."""
+    _bad_candidate(monkeypatch)
+    killed = _kill_devices(monkeypatch, lambda m, fw, k: _is_candidate(m) and "confirm-" not in str(fw.path)
+                           and not k)
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--workers", "1", "-o", tmp_path / "best.json", "--json", tmp_path / "t.json",
+            "--plot", tmp_path / "t.png", "-q"]
+    code, out, err = run_cli(capsys, [str(x) for x in argv])
+    assert code == 0, err
+    assert len(killed) == 1
+    res = json.loads((tmp_path / "t.json").read_text())
+    stages = {f["stage"]: f for f in res["failures"]}
+    assert set(stages) == {"cv", "cost"}, res["failures"]
+    assert stages["cv"]["name"] == "de-pdt(height=1)" and "height must be an integer in 2..12" in stages["cv"]["reason"]
+    assert stages["cost"]["layout"] == "table" and stages["cost"]["reason"]
+    assert res["chosen"] is not None and res["points"] and res["front"] and res["confirmation"]["ok"]
+    assert (tmp_path / "t.png").stat().st_size > 1000 and (tmp_path / "best.json").exists()
+    assert "failed [1]" in out and "failed [2]" in out and "failed candidates (2;" in out
+    assert "height must be an integer in 2..12" in out and "HIL on native: PASS" in out
+
+
+def test_a_killed_emulator_is_a_one_line_cost_failure(irs, monkeypatch, tmp_path):
+    """QEMU (qemu-m4) killed with SIGKILL once it is up: the cost measurement fails with one line about
+    the lost link (what tune records for the candidate), no QEMU is left running."""
+    import subprocess
+
+    from treegen.core.errors import TreegenError
+    from treegen.learn.estimators import make_estimator
+
+    model = make_estimator("cart", max_depth=3, random_state=0).fit(*irs).model_
+    killed = _kill_devices(monkeypatch, lambda m, fw, k: True)
+    with pytest.raises(TreegenError) as exc:
+        tune_cost.CostMeter("qemu-m4", work_dir=tmp_path)(model, irs[0], "table", "scalar")
+    assert len(killed) == 1 and "link lost" in str(exc.value) and "\n" not in str(exc.value)
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
+    assert not left, left
+
+
+def test_a_chosen_model_that_fails_its_confirmation_gives_way_to_the_next(first, monkeypatch, capsys, tmp_path):
+    """The device of the chosen model's confirming run killed: recorded (stage confirm), the next best
+    model within the budget is confirmed and saved, the line after 'best:' says so."""
+    d, a = first
+    killed = _kill_devices(monkeypatch, lambda m, fw, k: "confirm-" in str(fw.path) and not k)
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--results", d / "r.tasks.jsonl", "-o", tmp_path / "best.json",
+            "--json", tmp_path / "t.json",
+            "-q"]
+    code, out, err = run_cli(capsys, [str(x) for x in argv])
+    assert code == 0, err
+    res = json.loads((tmp_path / "t.json").read_text())
+    assert len(killed) == 1 and [f["stage"] for f in res["failures"]] == ["confirm"]
+    bad = res["failures"][0]
+    best = min((i for i, p in enumerate(res["points"]) if p["fits"]),
+               key=lambda i: (-round(res["points"][i]["accuracy"], 9), res["points"][i]["flash_bytes"],
+                              res["points"][i]["latency_us"], res["points"][i]["name"], res["points"][i]["layout"],
+                              res["points"][i]["variant"]))
+    assert (bad["name"], bad["layout"], bad["variant"]) == tuple(res["points"][best][k]
+                                                                 for k in ("name", "layout", "variant"))
+    assert res["chosen"]["index"] != best and res["confirmation"]["ok"]
+    assert "failed its confirming HIL run" in out and "HIL on native: PASS" in out
+    assert json.loads((tmp_path / "best.json").read_text())["metadata"]["tune"]["layout"] == res["chosen"]["layout"]
+
+
+def test_a_mismatch_of_every_confirmed_model_fails_the_run_and_keeps_the_front(first, monkeypatch, capsys, tmp_path):
+    """Every confirming run answers a wrong class on one row (the device's reply altered): no model is
+    chosen, exit 1 with the mismatch and its row, the front, JSON and plot still written, no model file."""
+    import numpy as np
+
+    from treegen.device import hil
+
+    d, a = first
+    real = hil.predict_rows
+
+    def wrong(client, X_q15, **kw):
+        got = np.array(real(client, X_q15, **kw))
+        if X_q15.shape[0] == 150:             # the confirming runs stream every row (costs: 24)
+            got[7] = (got[7] + 1) % 3
+        return got
+    monkeypatch.setattr(hil, "predict_rows", wrong)
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--results", d / "r.tasks.jsonl", "-o", tmp_path / "best.json",
+            "--json", tmp_path / "t.json",
+            "--plot", tmp_path / "t.png", "-q"]
+    code, out, err = run_cli(capsys, [str(x) for x in argv])
+    assert code == 1
+    res = json.loads((tmp_path / "t.json").read_text())
+    assert res["chosen"] is None and res["outcome"] == "confirmation failed"
+    assert [f["stage"] for f in res["failures"]] == ["confirm"] * 3
+    assert all("row 7" in f["reason"] for f in res["failures"])
+    assert "HIL on native: FAIL" in out and "row 7" in out and "CV acc %" in out
+    assert err.strip().splitlines()[-1].startswith("treegen: error: 3 model(s) within the budget failed")
+    assert (tmp_path / "t.png").exists() and not (tmp_path / "best.json").exists()
+
+
+def test_an_emulated_mismatch_is_reported_as_a_device_mismatch_with_the_host_as_evidence(irs, monkeypatch, tmp_path):
+    """failure_reason of a HIL report whose device (qemu-m4) answered another class on row 3: the rows
+    that differed run on the host build of the same C, which agrees with the model, so the reason names
+    the emulated device, the row, and the evidence -- never a model defect. When the host build
+    differs too, it is a code defect."""
+    import numpy as np
+
+    from treegen.core import targets
+    from treegen.device import hil
+    from treegen.learn.estimators import make_estimator
+
+    model = make_estimator("cart", max_depth=3, random_state=0).fit(*irs).model_
+    rows = irs[0][:24]
+    report = {"ok": False, "mismatches": 1, "rows": 24, "layout": "table",
+              "mismatch_rows": [{"row": 3, "device": 2, "fixed_point": 0, "device_label": 3, "fixed_point_label": 1}]}
+    why = tune_cost.failure_reason(report, model, rows, targets.get("qemu-m4"), tmp_path / "ev")
+    assert why.startswith("device mismatch on the emulated qemu-m4: 1 of 24 rows differ on qemu-m4 (first: row 3, "
+                          "device class 2, fixed-point model 0)")
+    assert "host build of the same C agrees with the model" in why and "not the model" in why
+    real = hil.predict_rows
+    monkeypatch.setattr(hil, "predict_rows", lambda c, X, **kw: (np.array(real(c, X, **kw)) + 1) % 3)
+    why = tune_cost.failure_reason(report, model, rows, targets.get("qemu-m4"), tmp_path / "ev2")
+    assert why.startswith("code defect: ") and "differs from the model on these rows too" in why
+
+
+def test_export_refuses_a_users_file_before_the_search(capsys, tmp_path):
+    """--export DIR holding the user's own irs.h: one line, exit 2, before any work (no results file),
+    as `treegen export`; with --force it is replaced."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "irs.h").write_text("/* mine */\n")
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart", "--candidates", "1",
+            "--workers", "1", "-o", tmp_path / "best.json", "--export", lib, "-q"]
+    code, out, err = run_cli(capsys, [str(x) for x in argv])
+    assert code == 2 and err.strip().splitlines() == [
+        f"treegen: error: {lib / 'irs.h'} exists and was not generated by treegen: not overwriting it "
+        "(choose another output directory, or --force)"]
+    assert (lib / "irs.h").read_text() == "/* mine */\n" and not (tmp_path / "best.tasks.jsonl").exists()
+    code, out, err = run_cli(capsys, [str(x) for x in argv + ["--force"]])
+    assert code == 0, err
+    header = (lib / "irs.h").read_text()
+    assert "generated by treegen" in header
+
+
+@pytest.mark.parametrize("algos, match", [
+    (",", "names no algorithm"), (" , ", "names no algorithm"), ("cart,,id3", "has an empty name"),
+    ("cart,cart", "listed twice"), ("cart,nope", "unknown algorithm 'nope'"),
+])
+def test_bad_algos_are_one_line(capsys, tmp_path, algos, match):
+    argv = ["tune", str(DATASETS / "irs.csv.gz"), "--target", "native", "--algos", algos, "-o",
+            str(tmp_path / "b.json"), "-q"]
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and match in err, err
+    assert not (tmp_path / "b.tasks.jsonl").exists()
+
+
+def test_the_datas_feature_names_are_kept(first, capsys, tmp_path):
+    """irs's columns are a0..a3: the chosen model and its exported header keep them (were x0..x3)."""
+    d, a = first
+    argv = ["tune", DATASETS / "irs.csv.gz", "--target", "native", "--algos", "cart,id3", "--candidates", "3",
+            "--seed", "5", "--results", d / "r.tasks.jsonl", "-o", tmp_path / "best.json", "--export", tmp_path / "lib",
+            "-q"]
+    code, out, err = run_cli(capsys, [str(x) for x in argv])
+    assert code == 0, err
+    assert json.loads((tmp_path / "best.json").read_text())["feature_names"] == ["a0", "a1", "a2", "a3"]
+    header = (tmp_path / "lib" / "irs.h").read_text()
+    assert " 0: a0" in header and "x0" not in header

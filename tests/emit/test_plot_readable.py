@@ -26,7 +26,7 @@ def _tune_result(n=12, failed=True):
            for k in range(n)]
     return {"target": "qemu-m4", "clock_hz": 25_000_000, "seed": 1, "budget": {"max_flash": 1024, "max_ram": None,
             "max_latency_us": 2.0, "max_instructions": None}, "points": pts, "front": [0, 4, 8, 11],
-            "chosen": dict(pts[4], index=4), "failed": ([{"name": "de-pdt(height=1)", "reason": "refused: height must"
+            "chosen": dict(pts[4], index=4), "failures": ([{"name": "de-pdt(height=1)", "stage": "fit", "reason": "refused: height must"
                                                           " be an integer in 2..12"}] if failed else [])}
 
 
@@ -43,7 +43,7 @@ def test_tune_picture_names_every_point_and_redraws_from_json(tmp_path, capsys):
     text = _svg(out)
     for k in range(12):                         # every measured point is named in the key
         assert f"cart(max_depth={k + 1})" in text
-    assert "failed: de-pdt(height=1)" in text   # and every failed candidate
+    assert "failed (fit): de-pdt(height=1): refused" in text   # and every failed candidate, with its stage
     assert "2.762e+04" not in text and "e+0" not in text
     assert_user_error(capsys, ["plot", "tune", js, js, "-o", tmp_path / "x.svg"], "takes TUNE.json")
     bad = tmp_path / "bad.json"

@@ -79,3 +79,90 @@ def test_a_passed_deadline_stops_after_the_first_rung():
     methods = T.sample_methods(["cart"], 6, seed=0)
     got = T.successive_halving(data, methods, _local_run(data)[0], seed=0, deadline=0.0, clock=lambda: 1.0)
     assert got.cut_by_budget and len(got.rungs) == 1 and len(got.finalists) == 4
+
+
+# ---------------------------------------------------------------------- knob ranges within the inducers' bounds
+#: (training rows, features, classes): tiny and large, one feature and many, two classes and many
+SHAPES = [(6, 1, 2), (9, 2, 3), (20, 1, 7), (40, 5, 2), (300, 12, 4), (1500, 40, 10)]
+
+
+def _shape_data(shape, seed=1):
+    """Random rows of ``shape`` (all its rows, not the probe's cap), every class present."""
+    rows, n_features, n_classes = shape
+    rng = np.random.default_rng([seed, *shape])
+    return rng.normal(size=(rows, n_features)), np.arange(rows) % n_classes
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_every_knob_range_fits_at_both_ends_on_every_shape(shape):
+    """For every algorithm, the search space built for ``shape`` holds only values its inducer accepts:
+    each knob at the low and the high end of its range (the others at their defaults) is fitted, with
+    fast settings (iterations capped), on data of that shape. Planted bug: SPACES['de-pdt']['height']
+    starting at 1 with the check in search_space removed -> 'DE-PDT: height must be an integer in
+    2..12' on every shape (the refusal seen on unseen data)."""
+    from treegen.learn.estimators import make_estimator
+
+    X, y = _shape_data(shape)
+    problems = []
+    for algo in T.SPACES:
+        space, refused = T.search_space(algo, shape)
+        assert set(space) == set(T.SPACES[algo]), (algo, refused)     # no knob lost on these shapes
+        for knob, values in space.items():
+            assert values == sorted(values) and values
+            for v in {values[0], values[-1]}:
+                try:
+                    make_estimator(algo, **T.fast(algo, {knob: v}), random_state=0).fit(X, y)
+                except TreegenError as exc:
+                    problems.append(f"{algo} {knob}={v}: {exc}")
+    assert not problems, problems
+
+
+def test_a_value_the_inducer_refuses_is_left_out_and_reported(monkeypatch):
+    monkeypatch.setitem(T.SPACES, "de-pdt", {"height": [1, 2, 3], "generations": [200], "population": [2, 20]})
+    space, refused = T.search_space("de-pdt", (30, 3, 2))
+    assert space == {"height": [2, 3], "generations": [200], "population": [20]}
+    assert len(refused) == 2 and "de-pdt height=1: DE-PDT: height must be an integer in 2..12, got 1" in refused[0]
+    assert "population must be an integer 4.." in refused[1]
+    got = []
+    methods = T.sample_methods(["de-pdt"], 10, seed=0, shape=(30, 3, 2), refused=got)
+    assert got == refused and all(m.params.get("height", 5) >= 2 for m in methods)
+    assert len(methods) == 1 + 2      # the defaults and every admissible setting (2 x 1 x 1)
+
+
+# ---------------------------------------------------------------------- failed candidates
+def test_a_failing_candidate_leaves_the_search_and_the_others_go_on():
+    """run() reports one method's task as failed at rung 0 and another's at rung 1: both leave with
+    their reasons, the rest is promoted and scored as before (no 'no results for ...' error)."""
+    ds = load_csv(DATASETS / "irs.csv.gz")
+    data = C.CompareData("irs", ds.X, ds.labels)
+    methods = T.sample_methods(["cart", "id3"], 4, seed=1)
+    bad0 = methods[1].name
+    bad1 = []
+
+    def run(tasks):
+        if any(t.fold == 3 for t in tasks) and not bad1:       # rung 1: its first method fails on fold 3
+            bad1.append(tasks[0].method)
+        out = []
+        for t in tasks:
+            if t.method == bad0 or (bad1 and t.method == bad1[0] and t.fold == 3):
+                out.append({"key": t.key, "method": t.method, "error": f"refused {t.method}"})
+            else:
+                out.append(C.run_task(t, data))
+        return out
+    got = T.successive_halving(data, methods, run, seed=1, eta=2, min_keep=3)
+    assert got.failed == {bad0: {"rung": 0, "reason": f"refused {bad0}"},
+                          bad1[0]: {"rung": 1, "reason": f"refused {bad1[0]}"}}
+    assert bad0 not in got.rungs[1]["methods"] and got.rungs[0]["failed"] == [bad0]
+    assert got.rungs[1]["failed"] == [bad1[0]] and bad1[0] not in got.rungs[1]["scores"]
+    assert bad1[0] not in got.rungs[2]["methods"] and len(got.rungs[2]["methods"]) == 3
+    assert got.finalists and all(m.name not in got.failed for m in got.finalists)
+    assert all(s["n_folds"] == 10 for s in got.final_scores.values())
+
+
+@pytest.mark.parametrize("text, match", [(",", "names no algorithm"), ("", "names no algorithm"),
+                                         ("cart,", "empty name"), ("efti,efti", "listed twice"),
+                                         ("cart,xgb", "unknown algorithm 'xgb'")])
+def test_parse_algos_refuses_empty_and_repeated_names(text, match):
+    with pytest.raises(TreegenError, match=match):
+        T.parse_algos(text)
+    assert T.parse_algos(None) is None and T.parse_algos(" cart , id3") == ["cart", "id3"]

@@ -1,8 +1,11 @@
 """``treegen tune DATA --target T``: the most accurate model that fits the target's flash, RAM and time.
 
 The search and its costs are :func:`treegen.device.tune.tune` (the Python API); here: the options,
-the progress bar, the front as a table on stdout, ``--json``, ``--plot``, the chosen model (``-o``),
-its export (``--export``) and the exit status: 0 with a model, 2 and one line when nothing fits.
+the progress bar, the front as a table on stdout (the failed candidates under it), ``--json``,
+``--plot`` (both written whatever happened to single candidates), the chosen model (``-o``), its
+export (``--export``: a user's file there is refused before the search unless ``--force``) and the
+exit status: 0 with a model, 2 and one line when nothing fits, 1 when no model within the budget
+passed its confirming HIL run (the front, JSON and plot still written, no model saved).
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def register(sub) -> None:
                           help="finished CV tasks, one per line (default BEST.tasks.jsonl; measured costs go to "
                                "the same name with .costs.jsonl); the same command resumes from them"),
            "results file", "file")
+    p.add_argument("--force", action="store_true",
+                   help="let --export replace files in DIR that treegen did not generate")
     p.add_argument("--data-dir", metavar="DIR", help="where dataset names are looked up")
     p.add_argument("--label", metavar="NAME", help="label column (default: the last column)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -91,6 +96,8 @@ def _command(args) -> str:
                         ("--export", args.export), ("--json", args.json), ("--plot", args.plot)):
         if value is not None:
             parts += [flag, str(value)]
+    if args.force:
+        parts.append("--force")
     return shlex.join(parts)
 
 
@@ -98,8 +105,14 @@ def _fmt(v, digits: int = 0) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}"
 
 
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def front_table(result: dict) -> str:
-    """The Pareto front (accuracy vs flash vs latency) as a text table, most accurate first."""
+    """The Pareto front (accuracy vs flash vs latency) as a text table, most accurate first, then the
+    candidates that failed (``fits`` = ``failed [k]``) and, under the table, each failure's reason."""
     rows = [["model", "layout", "variant", "CV acc %", "folds", "flash B", "RAM B", "insn", "µs", "fits"]]
     pts = result["points"]
     chosen = result.get("chosen")
@@ -109,7 +122,17 @@ def front_table(result: dict) -> str:
         rows.append([mark + p["name"], p["layout"], p["variant"], f"{100 * p['accuracy']:.2f}", str(p["n_folds"]),
                      _fmt(p["flash_bytes"]), _fmt(p["ram_bytes"]), _fmt(p["instructions"], 1),
                      f"{p['latency_us']:.3g}", "yes" if p["fits"] else "no"])
-    return table(rows, align_left=3)
+    failures = result.get("failures") or []
+    for k, f in enumerate(failures, start=1):
+        rows.append([f["name"], f.get("layout") or "-", f.get("variant") or "-",
+                     "n/a" if f.get("accuracy") is None else f"{100 * f['accuracy']:.2f}", "-", "-", "-", "-", "-",
+                     f"failed [{k}]"])
+    text = table(rows, align_left=3)
+    if failures:
+        text += f"\nfailed candidates ({len(failures)}; the search went on without them):"
+        for k, f in enumerate(failures, start=1):
+            text += f"\n  [{k}] {f['stage']}: {_short(f['reason'])}"
+    return text
 
 
 def _budget_text(b: dict) -> str:
@@ -144,7 +167,11 @@ def cmd_tune(args) -> int:
         print(f"treegen: warning: --workers {args.workers} capped at {available_cores()} (the cores available)",
               file=sys.stderr)
         args.workers = available_cores()
-    algos = [a.strip() for a in args.algos.split(",") if a.strip()] if args.algos else None
+    from treegen.learn.tune import parse_algos
+
+    algos = parse_algos(args.algos)
+    if args.export:                # a user's file in DIR: refused now, not after the search
+        _check_export_dir(path, args.export, force=args.force)
     ds = load_csv(path, label=args.label)
     refuse_continuous_labels(ds, path, "tune")
     bars = {}
@@ -164,7 +191,7 @@ def cmd_tune(args) -> int:
                       max_latency_us=args.max_latency_us, max_instructions=args.max_instructions, algos=algos,
                       per_algo=args.candidates, seed=args.seed, budget_minutes=args.budget_minutes, results=results,
                       costs=costs, scheduler=args.scheduler, workers=args.workers, dataset=dataset_name(path),
-                      on_progress=on_progress)
+                      feature_names=ds.feature_names, on_progress=on_progress)
     except KeyboardInterrupt as exc:
         signum = int(getattr(exc, "signum", signal.SIGINT))
         by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
@@ -179,20 +206,26 @@ def cmd_tune(args) -> int:
     result["command"] = _command(args)
     out = sys.stderr if args.output == STDOUT or args.json == STDOUT else sys.stdout
     s = result["search"]
-    print(f"treegen tune {dataset_name(path)} on {result['target']}: {len(s['candidates'])} candidates, "
+    failed = f", {len(result['failures'])} failed" if result["failures"] else ""
+    print(f"treegen tune {dataset_name(path)} on {result['target']}: {len(s['candidates'])} candidates{failed}, "
           f"{len(s['rungs'])} rung(s) of successive halving, {len(result['points'])} measured points "
           f"({result['hil_runs']} HIL runs now), budget {_budget_text(result['budget'])}, seed {args.seed}"
           + (" -- the time budget cut the search" if s["cut_by_budget"] else ""), file=out)
-    if result["points"]:
+    if result["points"] or result["failures"]:
         print(front_table(result), file=out)
+    # the front, the JSON and the plot are written whatever happened to single candidates
     if args.json:
         write_json(args.json, result)
-    if args.plot and result["points"]:
+    if args.plot:
         from treegen.emit.plot_tune import plot_tune
         plot_tune(result, args.plot)
-    if chosen is None:
-        raise TreegenError(result["message"])
     c = result["confirmation"]
+    if chosen is None:
+        if result["outcome"] == "confirmation failed":
+            print(f"HIL on {result['target']}: FAIL: {c['reason']}", file=out)
+            print(f"treegen: error: {result['message']}", file=sys.stderr)
+            return 1
+        raise TreegenError(result["message"])
     model.metadata["dataset"] = path.name
     model.metadata["tune"] = {"target": result["target"], "layout": chosen["layout"], "variant": chosen["variant"],
                               "cv_accuracy": chosen["accuracy"], "flash_bytes": chosen["flash_bytes"],
@@ -206,18 +239,22 @@ def cmd_tune(args) -> int:
     if args.export:
         from treegen.emit.export import export_model
         export_model(model, args.export, target=result["target"], layout=chosen["layout"], dtype="q15",
-                     variant=chosen["variant"], data=(ds.X, ds.labels), force=True)
+                     variant=chosen["variant"], data=(ds.X, ds.labels), force=args.force)
     print(f"best: {result['message']}", file=out)
-    if c is not None and c.get("error"):
-        print(f"HIL on {result['target']}: FAIL: {c['error']}", file=out)
-        return 1
     if c is not None:
         unit = c["counter_unit"] or "instructions"       # instructions (QEMU -icount), cycles (simavr), ns
-        print(f"HIL on {result['target']}: {'PASS' if c['ok'] else 'FAIL'}: {c['rows']} rows, {c['mismatches']} "
+        print(f"HIL on {result['target']}: PASS: {c['rows']} rows, {c['mismatches']} "
               f"mismatches, device accuracy {100 * (c['device_accuracy'] or 0):.2f} %, model {c['flash_bytes']} B "
               f"flash / {c['ram_bytes']} B RAM (image {_fmt(c['image_flash_bytes'])} B), "
-              f"{c['insn_per_inference']:g} {unit}/inference = {c['latency_us']:.3g} µs"
-              + (f"; over budget: {', '.join(c['over_budget'])}" if c["over_budget"] else ""), file=out)
-        if not c["ok"]:
-            return 1
+              f"{c['insn_per_inference']:g} {unit}/inference = {c['latency_us']:.3g} µs", file=out)
     return 0
+
+
+def _check_export_dir(data_path: Path, out_dir: str, *, force: bool) -> None:
+    """``--export DIR`` before the search: the files the export will write (``<dataset>.h``/``.c``) may
+    replace only files treegen generated (or anything with ``--force``), as ``treegen export``."""
+    from treegen.core.codegen import check_overwrite
+    from treegen.emit.options import default_name
+
+    name = default_name(argparse.Namespace(metadata={"dataset": data_path.name}))
+    check_overwrite([Path(out_dir) / f"{name}.h", Path(out_dir) / f"{name}.c"], force=force)

@@ -166,8 +166,7 @@ class CostMeter:
         report = run_hil(model, self.target, build_dir=build_dir, data=(rows, None), layout=layout,
                          variant=variant, bench_iters=COST_BENCH_ITERS, timeout=COST_TIMEOUT)
         if not report["ok"]:
-            raise TreegenError(f"model {model.hash()[:12]} ({layout}, {variant}) failed on {self.target.name}: "
-                               f"{report.get('error') or [c['message'] for c in report['checks'] if not c['ok']]}")
+            raise TreegenError(failure_reason(report, model, rows, self.target, self.work_dir / "evidence"))
         flash, ram = report.get("flash_bytes"), report.get("ram_bytes")
         own = model_symbol_bytes(report.get("firmware"), self.target) if flash is not None else (None, None)
         if flash is None:         # the host: the model's compiled object
@@ -204,6 +203,38 @@ class CostMeter:
                 "baseline_flash_bytes": None if base is None else base["flash_bytes"],
                 "instructions": insn, "counter_unit": unit,
                 "latency_us": latency_us(rec["bench"], unit, self.target.clock_hz)}
+
+
+def failure_reason(report: dict, model: Model, rows: np.ndarray, target: _targets.Target, work_dir) -> str:
+    """One line: why a HIL run of ``model`` on ``target`` (``rows`` streamed) did not pass.
+
+    A prediction mismatch is told as what it is, with its first row, and with the evidence of where
+    the fault lies: on an emulated target, the rows that differed are run again through the host build
+    of the same C (the native harness): agreeing there, the emulated device (emulator or cross
+    compiler) is at fault, not the model; differing there too, treegen's C differs from its model."""
+    if not report.get("mismatches"):
+        failed = [f"{c['name']}: {c['message']}" for c in report.get("checks", []) if c.get("ok") is False]
+        return report.get("error") or "; ".join(failed) or "the HIL run did not pass"
+    first = report["mismatch_rows"][0]
+    what = "value" if "device_label" not in first else "class"
+    seen = (f"{report['mismatches']} of {report['rows']} rows differ on {target.name} (first: row {first['row']}, "
+            f"device {what} {first['device']}, fixed-point model {first['fixed_point']})")
+    if target.kind == "host":
+        return f"host C differs from the fixed-point model: {seen}"
+    from treegen.device.hil import HilError, run_hil
+
+    bad = np.asarray([m["row"] for m in report["mismatch_rows"]], dtype=np.int64)
+    try:
+        host = run_hil(model, _targets.get("native"), build_dir=Path(work_dir) / f"native-{report.get('layout')}",
+                       data=(rows[bad], None), layout=report.get("layout") or "table", bench_iters=0)
+    except (HilError, TreegenError, OSError) as exc:
+        return (f"device mismatch on the emulated {target.name}: {seen}; the host check of these rows could not run "
+                f"({exc})")
+    if host.get("mismatches"):
+        return (f"code defect: {seen}, and the host build of the same C differs from the model on these rows too "
+                "(treegen's C is not its model)")
+    return (f"device mismatch on the emulated {target.name}: {seen}; the host build of the same C agrees with the "
+            f"model on these rows (the emulator or the cross compiler is at fault, not the model)")
 
 
 def model_symbol_bytes(elf, target: _targets.Target, prefix: str = "tg_model_") -> tuple[int, int]:

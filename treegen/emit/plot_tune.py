@@ -1,7 +1,9 @@
 """The picture of a ``treegen tune`` result: accuracy against flash and against latency, every
 measured point numbered and named in a key below the panels, the Pareto front in colour, the chosen
 model ringed, the budget as lines; axes logarithmic where the values span a decade or more
-(matplotlib, the optional ``plot`` extra). ``treegen plot tune TUNE.json`` redraws it from ``--json``."""
+(matplotlib, the optional ``plot`` extra). ``treegen plot tune TUNE.json`` redraws it from ``--json``.
+Drawn whatever happened to single candidates: each failed one is listed in the key with its stage
+and reason, and a result without any measured point still gives a picture saying so."""
 
 from __future__ import annotations
 
@@ -58,11 +60,13 @@ def plot_tune(result: dict, path) -> Path:
     chosen = result.get("chosen")
     chosen_index = None if chosen is None else chosen.get("index")
     measured = [i for i, p in enumerate(points) if p.get("flash_bytes") is not None and p.get("latency_us") is not None]
-    failed = list(result.get("failed") or [])
+    failed = list(result.get("failures") or [])
     key = ["  #    CV acc     flash    latency  layout/variant  model   (* chosen, + Pareto front)"]
     key += [_key_line(k + 1, dict(points[i], index=i), chosen_index, i in front) for k, i in enumerate(measured)]
     for f in failed:
-        key.append(f"   x  failed: {f.get('name', '?')}: {f.get('reason', '?')}"[:160])
+        where = "/".join(x for x in (f.get("layout"), f.get("variant")) if x)
+        key.append(f"   x  failed ({f.get('stage', '?')}{', ' + where if where else ''}): {f.get('name', '?')}: "
+                   f"{f.get('reason', '?')}"[:170])
     fig_h = 4.0 + 0.16 * len(key)
     fig = plt.figure(figsize=(11.5, fig_h))
     top = 1 - 0.55 / fig_h
@@ -71,7 +75,7 @@ def plot_tune(result: dict, path) -> Path:
                                                         "bottom": bottom + 0.6 / fig_h, "wspace": 0.06})
     clock = result.get("clock_hz")
     host = target == "native"
-    unit = result.get("counter_unit")
+    unit = result.get("counter_unit") or next((p["counter_unit"] for p in points if p.get("counter_unit")), None)
     how = ("host wall clock" if host or not clock else
            f"{unit or 'instructions'} at {clock / 1e6:g} MHz")
     panels = (("flash_bytes", "flash of the model (" + ("compiled object)" if host else "linked image)"), "max_flash"),
@@ -91,6 +95,8 @@ def plot_tune(result: dict, path) -> Path:
                        linewidths=2, label="chosen", zorder=5)
         if budget.get(limit) is not None:
             ax.axvline(budget[limit], color="tab:red", linestyle="--", linewidth=1, label="budget")
+        if not measured:
+            ax.text(0.5, 0.5, "no measured point", transform=ax.transAxes, ha="center", va="center")
         _axis(ax, xs, field, budget.get(limit))
         ax.set_xlabel(label, fontsize=9)
         ax.tick_params(labelsize=8)

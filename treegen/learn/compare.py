@@ -436,7 +436,8 @@ def _dataset(data: CompareData) -> CompareData:
 
 
 def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *, measure: Callable | None = None,
-              on_result: Callable[[dict], None] | None = None) -> list[dict]:
+              on_result: Callable[[dict], None] | None = None,
+              on_error: Callable[[Task, str], None] | None = None) -> list[dict]:
     """Run ``tasks`` on the Dask ``client``; return their records in task order.
 
     Every dataset a task needs is sent once to every worker (a task returning it, replicated to all
@@ -445,6 +446,8 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
     process as each task finishes (write it, advance a progress bar). A failing task cancels the
     rest and raises its error; so does an interrupt (``KeyboardInterrupt`` propagates after the
     remaining tasks are cancelled). Tasks of a worker lost mid-run are rerun by Dask elsewhere.
+    ``on_error(task, reason)`` given: a failing task (its error, or its workers died) is handed to it
+    with a one-line reason, its record is None, and the other tasks go on (``treegen tune``).
     """
     distributed = _distributed()
     if not tasks:
@@ -469,8 +472,14 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
         for fut in distributed.as_completed(futures, loop=client.loop):
             try:
                 rec = fut.result()
-            except (distributed.KilledWorker, CancelledError, OSError, TimeoutError) as exc:
+            except Exception as exc:
                 task = tasks[index[fut.key]]
+                if on_error is None and not isinstance(exc, (distributed.KilledWorker, CancelledError, OSError,
+                                                             TimeoutError)):
+                    raise
+                if on_error is not None:
+                    on_error(task, task_failure(exc))
+                    continue
                 if isinstance(exc, distributed.KilledWorker):
                     what = "its workers died while running it"
                 else:
@@ -489,6 +498,17 @@ def run_tasks(client, tasks: Sequence[Task], datasets: Sequence[CompareData], *,
     finally:
         client.cancel(list(future_of.values()))
     return records  # type: ignore[return-value]
+
+
+def task_failure(exc: BaseException) -> str:
+    """One line saying why a task failed (its own error, or what the cluster did to it)."""
+    distributed = _distributed()
+    if isinstance(exc, distributed.KilledWorker):
+        return "its workers died while running it"
+    text = " ".join(str(exc).split())
+    if isinstance(exc, TreegenError):
+        return text
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 # ---------------------------------------------------------------------- summary and statistics

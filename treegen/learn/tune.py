@@ -18,6 +18,12 @@ The knobs (:data:`SPACES`) are the ones that trade accuracy for size: EFTI's Ko
 DE-PDT's height and generations; GP's depth and iterations; forests' trees and depth. Each
 algorithm's candidates are its default setting plus ``per_algo - 1`` distinct settings drawn from
 its space by ``numpy.random.default_rng([seed, index of the algorithm])`` (a sample, not a grid).
+The space is first cut to the values the inducer itself accepts on data of the search's shape
+(:func:`search_space`: each value fitted, fast, on a seeded problem with the data's training rows,
+features and classes); a value it refuses is left out and reported, never proposed.
+
+A candidate that fails anyway (refused by its inducer on the real rows, a fit error, a worker that
+died) leaves the search with its reason (:attr:`SearchResult.failed`); the others go on.
 
 Rungs (:data:`RUNGS`): rung 0 scores every candidate on folds 0-1 of a 5-fold split, rung 1 the
 survivors on all 5 folds, rung 2 on two repetitions of 5 folds. Between rungs the candidates are
@@ -39,13 +45,14 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.learn.compare import CompareData, Method, Task, plan
 
-#: size knobs per algorithm: parameter -> values the sample draws from
+#: size knobs per algorithm: parameter -> values the sample draws from (before :func:`search_space`
+#: drops the values the inducer refuses for the data's shape)
 SPACES: dict[str, dict[str, list]] = {
     "efti": {"max_depth": [2, 3, 4, 5, 6], "oversize_weight": [0.001, 0.01, 0.05, 0.2],
              "max_iter": [2000, 5000, 10000, 20000]},
     "cart": {"max_depth": [1, 2, 3, 4, 5, 6, 8], "ccp_alpha": [0.0, 0.002, 0.005, 0.01, 0.02]},
     "id3": {"max_depth": [1, 2, 3, 4, 5, 6, 8], "min_samples_leaf": [1, 2, 5, 10]},
-    "de-pdt": {"height": [1, 2, 3, 4, 5], "generations": [200, 500, 1000], "population": [20, 50]},
+    "de-pdt": {"height": [2, 3, 4, 5, 6], "generations": [200, 500, 1000], "population": [20, 50]},
     "de-cart": {"max_depth": [1, 2, 3, 4, 6], "generations": [10, 30]},
     "de-id3": {"max_depth": [1, 2, 3, 4, 6], "generations": [10, 30]},
     "gp": {"max_depth": [2, 3, 4, 5, 6], "max_iter": [2000, 5000, 10000], "population": [50, 100]},
@@ -57,27 +64,129 @@ DEFAULT_ALGOS = ("cart", "efti", "id3", "de-pdt", "rf")
 #: (repeats, folds used of the 5) per rung
 RUNGS: tuple[tuple[int, tuple[int, ...]], ...] = ((1, (0, 1)), (1, (0, 1, 2, 3, 4)), (2, (0, 1, 2, 3, 4)))
 FOLDS = 5
+#: rows of the synthetic problem a knob value is tried on (:func:`search_space`)
+PROBE_ROWS = 64
+#: the fast settings of a probe fit: iteration knobs capped (the bounds checked are not iteration counts)
+FAST_CAPS = {"max_iter": 20, "generations": 2}
+#: and the knobs capped only at their defaults (a forest of 100 trees), not when they are the value tried
+DEFAULT_CAPS = {"n_trees": 3}
+
+
+def parse_algos(text: str | None) -> list[str] | None:
+    """``--algos`` as a list (None: the defaults); an empty list, an empty name or a name given twice
+    raise :class:`TreegenError` (never a silent search of every algorithm)."""
+    if text is None:
+        return None
+    names = [a.strip() for a in text.split(",")]
+    if not any(names):
+        raise TreegenError(f"--algos {text!r} names no algorithm (choose from {', '.join(SPACES)})")
+    if not all(names):
+        raise TreegenError(f"--algos {text!r} has an empty name (give A,B,... without empty entries)")
+    unknown = [a for a in names if a not in SPACES]
+    if unknown:
+        raise TreegenError(f"unknown algorithm {unknown[0]!r} in --algos (choose from {', '.join(SPACES)})")
+    dup = sorted({a for a in names if names.count(a) > 1})
+    if dup:
+        raise TreegenError(f"algorithm {dup[0]!r} listed twice in --algos {text!r}")
+    return names
 
 
 def default_label(algo: str) -> str:
     return f"{algo}(defaults)"
 
 
-def sample_methods(algos: Sequence[str], per_algo: int, seed: int) -> list[Method]:
-    """Each algorithm's default setting and ``per_algo - 1`` distinct settings sampled from
-    :data:`SPACES` (deterministic by ``seed``)."""
+def fast(algo: str, params: dict) -> dict:
+    """``params`` of ``algo`` with its iteration knobs capped (:data:`FAST_CAPS`, defaults included)
+    and the Python engine unless one is named: the same bounds are checked in a fraction of the time."""
+    from treegen.learn.estimators import make_estimator
+
+    full = make_estimator(algo).get_params()
+    out = dict(params)
+    for k, cap in FAST_CAPS.items():
+        v = out.get(k, full.get(k))
+        if k in full and isinstance(v, int) and not isinstance(v, bool) and v > cap:
+            out[k] = cap
+    for k, cap in DEFAULT_CAPS.items():
+        if k in full and k not in out:
+            out[k] = cap
+    if "engine" in full:
+        out.setdefault("engine", "python")
+    return out
+
+
+def probe_data(shape: tuple[int, int, int], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded random problem of ``shape`` = (training rows, features, classes), rows capped at
+    :data:`PROBE_ROWS`; every class present when the rows allow it."""
+    rows, n_features, n_classes = shape
+    rows = max(1, min(int(rows), PROBE_ROWS))
+    rng = np.random.default_rng([seed, rows, n_features, n_classes])
+    X = rng.normal(size=(rows, int(n_features)))
+    y = np.arange(rows) % max(1, int(n_classes))
+    return X, y
+
+
+def try_setting(algo: str, params: dict, shape: tuple[int, int, int], *, seed: int = 0) -> str | None:
+    """Fit ``algo`` with ``params`` (fast: :func:`fast`) on a problem of ``shape``; None when the
+    inducer accepts it, else its one-line refusal."""
+    from treegen.learn.estimators import make_estimator
+
+    X, y = probe_data(shape, seed)
+    try:
+        make_estimator(algo, **fast(algo, params), random_state=0).fit(X, y)
+    except TreegenError as exc:
+        return " ".join(str(exc).split())
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    return None
+
+
+def train_shape(n_rows: int, n_features: int, n_classes: int) -> tuple[int, int, int]:
+    """The smallest training set a candidate meets: a rung's fold leaves (FOLDS - 1) / FOLDS of the rows."""
+    return (max(1, (n_rows * (FOLDS - 1)) // FOLDS), n_features, n_classes)
+
+
+def search_space(algo: str, shape: tuple[int, int, int] | None = None) -> tuple[dict[str, list], list[str]]:
+    """The knob values of ``algo`` (:data:`SPACES`) its inducer accepts on data of ``shape`` = (training
+    rows, features, classes): each value tried (:func:`try_setting`) with the other knobs at their
+    defaults. Returns (space, refusals: one line per value left out). A knob none of whose values
+    passes is left out of the space (the default is used)."""
+    if algo not in SPACES:
+        raise TreegenError(f"unknown algorithm {algo!r} (choose from {', '.join(SPACES)})")
+    if shape is None:
+        return {k: list(v) for k, v in SPACES[algo].items()}, []
+    space, refused = {}, []
+    for knob, values in SPACES[algo].items():
+        ok = []
+        for v in values:
+            why = try_setting(algo, {knob: v}, shape)
+            if why is None:
+                ok.append(v)
+            else:
+                refused.append(f"{algo} {knob}={v}: {why}")
+        if ok:
+            space[knob] = ok
+    return space, refused
+
+
+def sample_methods(algos: Sequence[str], per_algo: int, seed: int, shape: tuple[int, int, int] | None = None,
+                   refused: list | None = None) -> list[Method]:
+    """Each algorithm's default setting and ``per_algo - 1`` distinct settings sampled from its
+    :func:`search_space` for ``shape`` (deterministic by ``seed``); the values left out are appended
+    to ``refused``."""
     if per_algo < 1:
         raise TreegenError(f"candidates per algorithm must be >= 1, got {per_algo}")
+    if not algos:
+        raise TreegenError("no algorithm to search")
     methods = []
     for i, algo in enumerate(algos):
-        if algo not in SPACES:
-            raise TreegenError(f"unknown algorithm {algo!r} (choose from {', '.join(SPACES)})")
+        space, why = search_space(algo, shape)
+        if refused is not None:
+            refused += why
         methods.append(Method(default_label(algo), algo, {}))
-        space = SPACES[algo]
         keys = sorted(space)
         n_all = math.prod(len(space[k]) for k in keys)
         rng = np.random.default_rng([seed, i])
-        picks = rng.choice(n_all, size=min(per_algo - 1, n_all), replace=False)
+        picks = rng.choice(n_all, size=min(per_algo - 1, n_all), replace=False) if keys else []
         for flat in sorted(int(p) for p in picks):
             params = {}
             for k in keys:
@@ -103,6 +212,20 @@ def scores(records: Sequence[dict], methods: Sequence[Method]) -> dict[str, dict
             raise TreegenError(f"no results for {m.name}")
         out[m.name] = {"accuracy": float(np.mean([r["accuracy"] for r in recs])),
                        "leaves": float(np.mean([r["leaves"] for r in recs])), "n_folds": len(recs)}
+    return out
+
+
+def failed_methods(records: Sequence[dict], methods: Sequence[Method]) -> dict[str, str]:
+    """Per method name whose tasks did not all finish: the first failure's reason (a record with
+    ``"error"``, or no record at all)."""
+    out = {}
+    for m in methods:
+        recs = [r for r in records if r["method"] == m.name]
+        bad = [r for r in recs if "error" in r]
+        if bad:
+            out[m.name] = bad[0]["error"]
+        elif not recs:
+            out[m.name] = "no result"
     return out
 
 
@@ -138,27 +261,31 @@ def promote(methods: Sequence[Method], score: dict[str, dict], keep: int) -> lis
 @dataclass
 class SearchResult:
     """What :func:`successive_halving` found: the finalists (scored at the last rung), every rung's
-    candidates and scores, and whether the time budget cut the search."""
+    candidates and scores, whether the time budget cut the search, and the candidates that failed
+    (name -> {"rung", "reason"}: refused by the inducer, a fit error, a worker lost)."""
 
     finalists: list[Method]
     final_scores: dict[str, dict]
     rungs: list[dict]
     cut_by_budget: bool
+    failed: dict[str, dict]
 
 
 def successive_halving(data: CompareData, methods: Sequence[Method], run: Callable[[list[Task]], list[dict]], *,
                        seed: int, eta: int = 2, min_keep: int = 4, deadline: float | None = None,
                        clock: Callable[[], float] | None = None) -> SearchResult:
     """Score ``methods`` rung by rung (:data:`RUNGS`), keeping ``max(min_keep, ceil(n / eta))`` by
-    :func:`promote` between rungs. ``run(tasks) -> records`` runs tasks (Dask, the results file).
-    ``deadline`` (a ``clock()`` value): no new rung starts after it (the last finished rung's
-    survivors are the finalists; ``cut_by_budget`` says so)."""
+    :func:`promote` between rungs. ``run(tasks) -> records`` runs tasks (Dask, the results file); a
+    task that failed has a record ``{"method", "error"}``: its method leaves the search with that
+    reason (``failed``) and the others go on. ``deadline`` (a ``clock()`` value): no new rung starts
+    after it (the last finished rung's survivors are the finalists; ``cut_by_budget`` says so)."""
     import time
 
     clock = clock or time.monotonic
     current = list(methods)
     rungs, cut = [], False
     score: dict[str, dict] = {}
+    failed: dict[str, dict] = {}
     for r in range(len(RUNGS)):
         if r > 0:
             keep = max(min_keep, math.ceil(len(current) / eta))
@@ -166,11 +293,19 @@ def successive_halving(data: CompareData, methods: Sequence[Method], run: Callab
             if deadline is not None and clock() > deadline:
                 cut = True
                 break
+        if not current:
+            break
         tasks = rung_tasks(data, current, r, seed)
-        score = scores(run(tasks), current)
-        rungs.append({"rung": r, "repeats": RUNGS[r][0], "folds": list(RUNGS[r][1]), "methods": [m.name for m in current],
-                      "scores": score})
-    return SearchResult(current, score, rungs, cut)
+        records = run(tasks)
+        ran = [m.name for m in current]
+        bad = failed_methods(records, current)
+        for name, reason in bad.items():
+            failed[name] = {"rung": r, "reason": reason}
+        current = [m for m in current if m.name not in bad]
+        score = scores([rec for rec in records if "error" not in rec], current)
+        rungs.append({"rung": r, "repeats": RUNGS[r][0], "folds": list(RUNGS[r][1]), "methods": ran,
+                      "scores": score, "failed": sorted(bad)})
+    return SearchResult(current, score, rungs, cut, failed)
 
 
 def pareto_front(points: Sequence[dict], objectives: Sequence[tuple[str, int]]) -> list[int]:
