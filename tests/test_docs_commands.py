@@ -62,6 +62,8 @@ SUBSTITUTIONS = [
     ("docs/guide/algorithms.md", "--algo gp --risk vicinal", "--max-iter 20000", "--max-iter 500"),
     # vicinal EFTI runs in the Python engine, 13 fits for sigma2 auto: 10000 -> 300 iterations
     ("docs/guide/algorithms.md", "--algo efti --risk vicinal", "--max-iter 10000", "--max-iter 300"),
+    # distillation: the student trains on 3x the rows, 100000 -> 5000 iterations (the forest is the same)
+    ("docs/guide/algorithms.md", "--teacher rf", "--max-iter 100000", "--max-iter 5000"),
     # DE-PDT at the paper's 2000 generations takes ~10 s: 200 generations
     ("docs/guide/algorithms.md", "--algo de-pdt", "--generations 2000", "--generations 200"),
     # EFTI on the emulated Cortex-M4: 50000 -> 2000 iterations (the host check is the same)

@@ -62,6 +62,9 @@ ALGO_OPTIONS = {
     "feature_bagging": ("--feature-bagging", "feature_bagging"),
     "sample_fraction": ("--sample-fraction", "sample_fraction"),
     "target_leaves": ("--target-leaves", "target_leaves"),
+    # distillation (efti, cart)
+    "teacher": ("--teacher", "teacher"),
+    "teacher_samples": ("--teacher-samples", "teacher_samples"),
 }
 
 
@@ -103,6 +106,11 @@ def _add_forest_options(g) -> None:
                    help="rf: sample features per split (cart), per tree, or per node test (efti); default auto")
     g.add_argument("--sample-fraction", type=positive_float, metavar="F",
                    help="rf: bootstrap sample size / training rows (default 1.0; the seed's 2/3 = 0.6667)")
+    input_(g.add_argument("--teacher", metavar="rf|MODEL.json",
+                          help="efti, cart: distillation: also learn from pseudo-samples around the rows labelled by "
+                               "a teacher: rf (a 100-tree forest trained on the same rows) or a model file"), "model")
+    g.add_argument("--teacher-samples", type=nonneg_float, metavar="K",
+                   help="efti, cart --teacher: pseudo-samples per training row (default 2, at most 20)")
 
 
 def _add_algo_options(p: argparse.ArgumentParser) -> None:

@@ -16,6 +16,8 @@ import dataclasses
 import inspect
 import sys
 
+from pathlib import Path
+
 import numpy as np
 
 from treegen.core.errors import DataError, TreegenError
@@ -131,7 +133,9 @@ class TreeClassifier:
         self.seed_ = resolve_seed(getattr(self, "random_state", None))
         scaling = InputScaling.fit(X, getattr(self, "scaling", "auto"))
         Xn = scaling.transform(X)
-        induced, info = self._induce(Xn, y_idx, n_out)
+        Xi, yi, distilled = self._distilled(Xn, y_idx, n_out, scaling, classes)
+        induced, info = self._induce(Xi, yi, n_out)
+        info.update(distilled)
         trees = induced if isinstance(induced, list) else [induced]
         for tree in trees:
             tree.validate()
@@ -160,6 +164,21 @@ class TreeClassifier:
             self.n_iter_ = int(info.get("n_iter", info.get("iterations", self.max_iter)))
         self.model_ = model
         return self
+
+    def _distilled(self, Xn, y, n_classes, scaling, classes) -> tuple:
+        """The rows the inducer learns from: ``Xn, y`` as they are, or, for an estimator with a ``teacher``
+        (:mod:`treegen.learn.distill`), with the teacher-labelled pseudo-samples added; plus what to record."""
+        teacher = getattr(self, "teacher", None)
+        if teacher is None:
+            return Xn, y, {}
+        from treegen.learn import distill
+
+        if isinstance(teacher, (str, Path)) and str(teacher) not in distill.TEACHERS:
+            from treegen.core.model import load
+
+            teacher = load(teacher)              # a model file: any treegen or imported model
+        return distill.distilled_rows(Xn, y, n_classes, teacher=teacher, samples=self.teacher_samples,
+                                      seed=self.seed_, scaling=scaling, classes=classes)
 
     def _check_targets(self, y, n_rows: int) -> tuple:
         """``(classes, y as the inducer takes it, n_classes)``: the sorted classes and class indices."""

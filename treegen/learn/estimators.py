@@ -97,6 +97,13 @@ class EFTIClassifier(TreeClassifier):
     vicinity_sigma2 : float or 'auto'
         Kernel variance per attribute variance (default 0.1, the paper's); ``'auto'`` chooses it
         from (0.001, 0.01, 0.1, 1) by 3-fold inner cross-validation.
+    teacher : None, 'rf', a Model or a model file path
+        Distillation (:mod:`treegen.learn.distill`): also learn from ``teacher_samples`` x rows pseudo-
+        samples drawn around the training rows and labelled by the teacher — ``'rf'``, a 100-tree forest
+        trained inside this fit on the same rows (never on a test fold), or any model with the same
+        features (a treegen forest, an imported XGBoost/LightGBM/scikit-learn model). None: no teacher.
+    teacher_samples : float
+        Pseudo-samples per training row (default 2; 0..20).
 
     Attributes
     ----------
@@ -117,7 +124,7 @@ class EFTIClassifier(TreeClassifier):
                  max_depth: int = 8, coefficient_mutation_rate: float = 0.0, dipole: str = "global",
                  max_features=None, partial_reclassification: bool = True, engine: str = "auto", scaling: str = "auto",
                  random_state: int | None = None, callback: Callable | None = None, risk: str = "empirical",
-                 vicinity_sigma2: float | str = 0.1):
+                 vicinity_sigma2: float | str = 0.1, teacher=None, teacher_samples: float = 2.0):
         self._store_params(locals())
 
     def _induce(self, X, y, n_classes):
@@ -187,7 +194,10 @@ class CARTClassifier(TreeClassifier):
         Complexity parameter of minimal cost-complexity pruning (0 = no pruning).
     scaling : {'auto', 'q15', 'minmax'}
     random_state : int or None
-        Accepted for API symmetry (recorded as ``seed_``); CART is deterministic.
+        Accepted for API symmetry (recorded as ``seed_``); CART is deterministic (the seed draws a
+        teacher's pseudo-samples).
+    teacher, teacher_samples
+        Distillation, as for :class:`EFTIClassifier`.
     """
 
     algorithm = "cart"
@@ -195,7 +205,7 @@ class CARTClassifier(TreeClassifier):
 
     def __init__(self, *, criterion: str = "gini", max_depth: int | None = None, min_samples_split: int = 2,
                  min_samples_leaf: int = 1, ccp_alpha: float = 0.0, scaling: str = "auto",
-                 random_state: int | None = None):
+                 random_state: int | None = None, teacher=None, teacher_samples: float = 2.0):
         self._store_params(locals())
 
     def _induce(self, X, y, n_classes):
