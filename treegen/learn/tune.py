@@ -58,9 +58,20 @@ SPACES: dict[str, dict[str, list]] = {
     "gp": {"max_depth": [2, 3, 4, 5, 6], "max_iter": [2000, 5000, 10000], "population": [50, 100]},
     "rf": {"n_trees": [3, 5, 10, 20], "max_depth": [2, 3, 4, 5, 6]},
 }
+#: searched names that are an algorithm with fixed parameters: name -> (algorithm, parameters);
+#: efti-distill is EFTI distilled from a 100-tree forest trained inside each fold (treegen.learn.distill)
+VARIANTS: dict[str, tuple[str, dict]] = {
+    "efti-distill": ("efti", {"teacher": "rf", "teacher_samples": 2.0}),
+}
+SPACES["efti-distill"] = dict(SPACES["efti"])
 #: algorithms searched when --algos is not given (gp only when named: its Python engine is slow on
 #: thousands of rows)
-DEFAULT_ALGOS = ("cart", "efti", "id3", "de-pdt", "rf")
+DEFAULT_ALGOS = ("cart", "efti", "efti-distill", "id3", "de-pdt", "rf")
+
+
+def algorithm_of(name: str) -> tuple[str, dict]:
+    """A searched name -> (the algorithm it runs, its fixed parameters)."""
+    return VARIANTS.get(name, (name, {}))
 #: (repeats, folds used of the 5) per rung
 RUNGS: tuple[tuple[int, tuple[int, ...]], ...] = ((1, (0, 1)), (1, (0, 1, 2, 3, 4)), (2, (0, 1, 2, 3, 4)))
 FOLDS = 5
@@ -131,8 +142,9 @@ def try_setting(algo: str, params: dict, shape: tuple[int, int, int], *, seed: i
     from treegen.learn.estimators import make_estimator
 
     X, y = probe_data(shape, seed)
+    algo, fixed = algorithm_of(algo)
     try:
-        make_estimator(algo, **fast(algo, params), random_state=0).fit(X, y)
+        make_estimator(algo, **fast(algo, {**fixed, **params}), random_state=0).fit(X, y)
     except TreegenError as exc:
         return " ".join(str(exc).split())
     except (TypeError, ValueError, ArithmeticError) as exc:
@@ -182,7 +194,8 @@ def sample_methods(algos: Sequence[str], per_algo: int, seed: int, shape: tuple[
         space, why = search_space(algo, shape)
         if refused is not None:
             refused += why
-        methods.append(Method(default_label(algo), algo, {}))
+        base, fixed = algorithm_of(algo)
+        methods.append(Method(default_label(algo), base, dict(fixed)))
         keys = sorted(space)
         n_all = math.prod(len(space[k]) for k in keys)
         rng = np.random.default_rng([seed, i])
@@ -193,7 +206,7 @@ def sample_methods(algos: Sequence[str], per_algo: int, seed: int, shape: tuple[
                 flat, j = divmod(flat, len(space[k]))
                 params[k] = space[k][j]
             label = f"{algo}(" + ", ".join(f"{k}={params[k]}" for k in keys) + ")"
-            methods.append(Method(label, algo, params))
+            methods.append(Method(label, base, {**fixed, **params}))
     return methods
 
 
