@@ -68,6 +68,10 @@ def test_plus_inf_goes_where_the_library_sends_it(key):
     lib = est.predict(Z) if key == "hgb-regressor" else est.booster_.predict(Z, raw_score=True)
     mine = model.predict(Z) if key == "hgb-regressor" else model.decision_function(Z)
     assert np.array_equal(np.asarray(mine, dtype=np.float64).view(np.int64), lib.view(np.int64))
+    from treegen.device.float_probes import raw_threshold_probes
+
+    probes, _ = raw_threshold_probes(model, np.where(np.isnan(X), 0.0, X), 2)
+    assert np.isposinf(probes[:, 0]).any()             # --float-ulps probes +inf itself
     ens = library_ensemble(model)                      # kept in the model file, +inf included
     assert isinstance(ens, ImportedEnsemble)
     assert np.array_equal(ens.raw(Z)[:, 0].view(np.int64), lib.view(np.int64))

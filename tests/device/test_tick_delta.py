@@ -81,7 +81,7 @@ def _model(ratio_q8, ticks, sum_bits, total):
 
 
 @pytest.mark.parametrize("sum32", [False, True], ids=["sum64", "sum32-avr"])
-@pytest.mark.parametrize("ticks_q8", [256, 43], ids=["silicon", "qemu-ratio"])
+@pytest.mark.parametrize("ticks_q8", [256, 43, 53], ids=["silicon", "qemu-ratio", "qemu-ratio-rounded"])
 def test_tick_deltas_across_the_24_bit_wrap(tmp_path, sum32, ticks_q8):
     """Silicon: one unit per tick (ratio 256); QEMU: 256 / 43 = 5.95 instructions per tick (ratio 1524,
     the netduinoplus2's), where an unmasked delta changes the units (255 * 2^24 extra ticks times a ratio
@@ -91,6 +91,7 @@ def test_tick_deltas_across_the_24_bit_wrap(tmp_path, sum32, ticks_q8):
     walk = (np.cumsum(rng.integers(0, 0x400000, 2000)) + MASK - 0x1000) & MASK      # 2000 reads, many wraps
     ticks = [0] + wraps + walk.tolist()
     ratio, unit, got, sums = _run(tmp_path, ticks, sum32, ticks_q8)
-    assert (ratio, unit) == ((256, 1) if ticks_q8 == 256 else (1524, 0))
+    # 2^29 / ticks rounded: 53 ticks per 256 instructions give 1236.53 -> 1237 (truncated: 1236)
+    assert (ratio, unit) == {256: (256, 1), 43: (1524, 0), 53: (1237, 0)}[ticks_q8]
     assert got[1:] == _model(ratio, ticks, 32 if sum32 else 64, sums[0])   # from the first read (tick 0) on
     assert (got[2] - got[1]) & MASK == (0x200 * ratio + sums[1] % 256) // 256   # 0xFFFF00 -> 0x100: 0x200 ticks
