@@ -24,7 +24,10 @@ Three checks, in order, each recorded in ``report["checks"]`` (name, ok, seconds
                  device with PREDICT; every answer must be *identical* to the Python fixed-point
                  model (:func:`treegen.emit.quantize.predict_model_q15` of the model quantised exactly
                  as the firmware's exporter does it, without data). The agreement with the float
-                 model (a fraction 0..1, as every figure in JSON) and, given labels, the accuracy are reported, not asserted.
+                 model on the raw rows (:func:`treegen.core.metrics.agreement`, the one definition export
+                 uses too; an imported ensemble: the source library's own arithmetic,
+                 :mod:`treegen.device.library_ref`; a fraction 0..1, as every figure in JSON) and, given
+                 labels, the device's and the reference's accuracy are reported, not asserted.
 ``bench``        BENCH on up to :data:`BENCH_ROWS` rows spread over the data, ``bench_iters`` calls
                  each: the class must be the fixed-point one and the counter unit the one INFO
                  announced; ``insn_per_inference`` is the mean count per call in ``counter_unit``
