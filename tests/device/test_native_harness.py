@@ -177,6 +177,8 @@ def test_bad_payloads_give_error_frames(efti):
         "PREDICT with 1 byte": (MsgType.PREDICT, b"\x01"),
         "PREDICT n_rows 2, one row": (MsgType.PREDICT, struct.pack("<H", 2) + row),
         "PREDICT one row, one byte short": (MsgType.PREDICT, struct.pack("<H", 1) + row[:-1]),
+        "PREDICT one row, a trailing byte": (MsgType.PREDICT, struct.pack("<H", 1) + row + b"\x00"),
+        "PREDICT 0 rows with a row": (MsgType.PREDICT, struct.pack("<H", 0) + row),
         "PREDICT n_rows > max_batch": (MsgType.PREDICT, struct.pack("<H", info.max_batch + 1) + row),
         "PREDICT negative feature": (MsgType.PREDICT, struct.pack("<H", 1) + struct.pack(f"<{nf}h", -1, *([0] * (nf - 1)))),
         "BENCH n_iter 0": (MsgType.BENCH, struct.pack("<H", 0) + row),

@@ -320,3 +320,16 @@ def test_c_class_is_the_library_class_on_exact_ties(source, tmp_path):
     assert qtie.sum() >= 10
     c_q15 = _c_classes(model, X, tmp_path, "tie", "q15")
     assert np.all(c_q15[qtie] == 0) and np.array_equal(c_q15, predict_class_q15(tq, q))
+
+
+@pytest.mark.parametrize("rule", [">", ">="])
+def test_decision_q_is_the_rule_on_every_integer_sum(rule):
+    """decision_q(v, rule, F): raw_q > T  <=>  raw_q * 2^-F rule v, for the int32 sums around T, on the
+    libraries' thresholds (XGBoost 0x1.8p-24, LightGBM 0x1.8p-53: not a multiple of 2^-F, where floor and
+    ceil differ), 0, 0.5 and values between grid points of either sign."""
+    for v in (1.5 * 2.0 ** -24, 1.5 * 2.0 ** -53, 0.0, 0.5, 0.3, -0.3, -1.5 * 2.0 ** -53, 2.0 ** -30):
+        for F in (10, 20, 26, 30):
+            T = decision_q(v, rule, F)
+            for raw_q in range(T - 3, T + 4):
+                x = np.ldexp(float(raw_q), -F)
+                assert (raw_q > T) == ((x > v) if rule == ">" else (x >= v)), (v, F, raw_q, T)
