@@ -291,6 +291,9 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated runs of each test selection")
     ap.add_argument("--no-write", action="store_true", help=f"do not write {RESULTS.relative_to(REPO)}")
+    ap.add_argument("--merge", action="store_true",
+                    help=f"with --only: replace those mutations' rows in {RESULTS.relative_to(REPO)} (a rerun after "
+                         "tests were added) and recount")
     args = ap.parse_args(argv)
     muts = [m for m in MUTATIONS if not args.only or m.name in args.only]
     if args.list:
@@ -326,6 +329,9 @@ def main(argv=None) -> int:
             verdict = {0: "SURVIVED", 1: "caught"}.get(rc, f"error (pytest status {rc})")
             rows.append((m, verdict, secs, tail))
             print(f"{verdict:<9} {secs:6.1f} s  {m.name}  ({tail})", flush=True)
+    if args.merge and args.only:
+        merge_results(rows, commit)
+        return 0
     caught = sum(1 for _, v, _, _ in rows if v == "caught")
     equivalent = [m.name for m, v, _, _ in rows if m.name in EQUIVALENT and v != "caught"]
     survivors = [m.name for m, v, _, _ in rows if v != "caught" and m.name not in EQUIVALENT]
@@ -349,6 +355,46 @@ def main(argv=None) -> int:
         RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS.relative_to(REPO)}")
     return 0 if not survivors else 1
+
+
+def _row_line(m: Mutation, verdict: str, secs: float) -> str:
+    why = m.why.replace("|", "\\|")
+    return (f"| {m.name} | {m.layer} | `{m.file}` | {verdict} | {secs:.0f} | "
+            f"{'<br>'.join(f'`{t}`' for t in m.tests)} | {why} |")
+
+
+def summary_of(verdicts: dict) -> str:
+    """The summary line of ``{name: verdict}``."""
+    caught = sum(1 for v in verdicts.values() if v == "caught")
+    equivalent = [n for n, v in verdicts.items() if n in EQUIVALENT and v != "caught"]
+    survivors = [n for n, v in verdicts.items() if v != "caught" and n not in EQUIVALENT]
+    return (f"caught {caught} of {len(verdicts)} mutations; {len(equivalent)} equivalent (shown not to be bugs): "
+            f"{', '.join(equivalent) or 'none'}; other survivors: {', '.join(survivors) or 'none'}")
+
+
+def merge_results(rows, commit: str) -> None:
+    """Replace the rows of a rerun in the results file and recount (the first run's rows stay)."""
+    lines = RESULTS.read_text(encoding="utf-8").splitlines()
+    new = {m.name: (m, v, secs) for m, v, secs, _ in rows}
+    verdicts, out = {}, []
+    for ln in lines:
+        cells = [c.strip() for c in ln.strip("|").split(" | ")] if ln.startswith("| ") else []
+        if len(cells) >= 7 and cells[0] not in ("mutation", "---"):
+            if cells[0] in new:
+                m, v, secs = new[cells[0]]
+                ln = _row_line(m, f"{v} (rerun at {commit})", secs)
+                cells[3] = v
+            verdicts[cells[0]] = cells[3].split(" (")[0]
+        out.append(ln)
+    summary = summary_of(verdicts)
+    out = [f"**{summary}**" if ln.startswith("**caught ") else ln for ln in out]
+    note = (f"Rerun at commit {commit} after tests were added for the first run's survivors: "
+            f"`python bench/mutations.py --merge --only {' '.join(new)}`.")
+    out = [ln for ln in out if not ln.startswith("Rerun at commit")]
+    out.insert(out.index(f"**{summary}**"), note + "\n")
+    RESULTS.write_text("\n".join(out) + "\n", encoding="utf-8")
+    print(summary)
+    print(f"updated {RESULTS.relative_to(REPO)}")
 
 
 if __name__ == "__main__":
