@@ -90,3 +90,58 @@ def test_a_wrong_float_entry_answer_fails_the_check(tmp_path, monkeypatch):
     report = hil.run_hil(model, "native", data=(X, y), build_dir=tmp_path / "fw", bench_iters=10, float_ulps=1)
     assert not report["ok"] and report["float_entry"]["mismatches"] == 1
     assert report["checks"][-1]["name"] == "float entry" and not report["checks"][-1]["ok"]
+
+
+def _blocks(probes, ulps):
+    """(changed column, middle value, block) of each 2 * ulps + 1 block of probe rows: the one column
+    whose values vary inside the block (the others are a data row's)."""
+    k = 2 * ulps + 1
+    out = []
+    for i in range(0, probes.shape[0], k):
+        block = probes[i:i + k]
+        varying = np.flatnonzero(np.any(block != block[:1], axis=0))
+        assert varying.size == 1, f"block {i // k} changes columns {varying.tolist()}"
+        out.append((int(varying[0]), block[ulps, varying[0]], block))
+    return out
+
+
+def test_raw_threshold_probes_sit_on_each_thresholds_own_feature():
+    """Imported model (source float32 thresholds): every probe block walks the column of a threshold's
+    own feature (read from the tree's weights here, not from the probe code) around that threshold,
+    and every threshold has its block (issue #32: probes on the wrong columns still printed
+    'bit-identical around K thresholds')."""
+    xgb = pytest.importorskip("xgboost")
+    from treegen.device.float_probes import raw_threshold_probes
+    from treegen.importers import from_xgboost
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5)) * np.array([1.0, 10.0, 100.0, 0.1, 1000.0])   # one scale per column
+    y = (X[:, 1] / 10 + X[:, 3] * 10 + X[:, 4] / 1000 > 0).astype(int)
+    model = from_xgboost(xgb.XGBClassifier(n_estimators=6, max_depth=3, n_jobs=1).fit(X, y))
+    ulps = 3
+    probes, n = raw_threshold_probes(model, X, ulps)
+    want = set()
+    for t in model.trees:
+        for k in np.flatnonzero(t.left >= 0):
+            want.add((int(np.flatnonzero(t.weights[k])[0]), float(np.float32(t.raw_threshold[k]))))
+    got = {(c, float(mid)) for c, mid, _ in _blocks(probes, ulps)}
+    assert n == len(want) and got == want
+    assert len({c for c, _ in want}) >= 3
+
+
+def test_q15_probes_sit_on_each_nodes_own_feature():
+    """Every axis node of the quantised trees (its own feature and Q15 threshold, from quantize_model)
+    has a probe block on that feature straddling q <= T."""
+    X, y = _data(seed=11)
+    X = X * np.array([1.0, 50.0, 0.02])
+    y = (X[:, 0] > 2).astype(int) + (X[:, 1] > 100).astype(int) + (X[:, 2] > 0.05).astype(int)
+    model = CARTClassifier(max_depth=4).fit(X, y).model_
+    ulps = 2
+    probes, _ = threshold_probes(model, X, ulps)
+    blocks = _blocks(probes, ulps)
+    qt = quantize_model(model)[0]
+    assert len({int(f) for f in qt.feature}) == 3
+    for f, T in zip(qt.feature.tolist(), qt.threshold.tolist()):
+        hits = [b for c, _, b in blocks if c == f and
+                (lambda q: q[ulps] <= T < q[ulps + 1])(model.scaling.to_q15(b.astype(np.float64))[:, f])]
+        assert hits, (f, T)

@@ -177,6 +177,8 @@ def test_bad_payloads_give_error_frames(efti):
         "PREDICT with 1 byte": (MsgType.PREDICT, b"\x01"),
         "PREDICT n_rows 2, one row": (MsgType.PREDICT, struct.pack("<H", 2) + row),
         "PREDICT one row, one byte short": (MsgType.PREDICT, struct.pack("<H", 1) + row[:-1]),
+        "PREDICT one row, a trailing byte": (MsgType.PREDICT, struct.pack("<H", 1) + row + b"\x00"),
+        "PREDICT 0 rows with a row": (MsgType.PREDICT, struct.pack("<H", 0) + row),
         "PREDICT n_rows > max_batch": (MsgType.PREDICT, struct.pack("<H", info.max_batch + 1) + row),
         "PREDICT negative feature": (MsgType.PREDICT, struct.pack("<H", 1) + struct.pack(f"<{nf}h", -1, *([0] * (nf - 1)))),
         "BENCH n_iter 0": (MsgType.BENCH, struct.pack("<H", 0) + row),
@@ -434,3 +436,83 @@ def test_harness_for_emulated_boards_compiles(models, tmp_path, target_name):
             proc = subprocess.run([cc, *tgt.cflags, *STRICT_CFLAGS, "-I", str(tmp_path), "-c", str(f),
                                    "-o", str(tmp_path / "x.o")], capture_output=True, text=True)
             assert proc.returncode == 0, f"{f.name}: {proc.stderr}"
+
+
+# ---------------------------------------------------------------------- float32 batches (PREDICT_RAW / PREDICT_F32)
+@pytest.fixture(scope="module")
+def boosted_device(tmp_path_factory):
+    """A LightGBM binary model trained with missing values: its harness serves PREDICT_RAW and
+    PREDICT_F32 (a boosted model on an IEEE-754 host)."""
+    lgb = pytest.importorskip("lightgbm")
+    from treegen.importers import from_lightgbm
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32).astype(np.float64)
+    X[rng.random(300) < 0.3, 0] = np.nan
+    y = (np.isnan(X[:, 0]) ^ (X[:, 1] > 0.5)).astype(int)
+    model = from_lightgbm(lgb.LGBMClassifier(n_estimators=6, num_leaves=6, verbose=-1, n_jobs=1).fit(X, y), X=X)
+    exe = build_native(model, tmp_path_factory.mktemp("boosted"), sanitize=True)
+    dev, client = _serve(exe)
+    try:
+        yield client, model
+    finally:
+        client.close()
+        dev.stop(check=True)
+
+
+@pytest.mark.parametrize("type_", [MsgType.PREDICT_RAW, MsgType.PREDICT_F32])
+def test_malformed_float32_batches_give_bad_payload(builds, boosted_device, type_):
+    """Short, long (trailing bytes), a row count that does not match the rows sent (0 rows with a row,
+    2 rows with one) and too many rows: BAD_PAYLOAD, never a partial answer (issue #32: trailing
+    bytes were accepted). PREDICT_RAW: a CART model's float entry; PREDICT_F32: a boosted model's
+    float32 export."""
+    from treegen.device.protocol import CAP_F32
+
+    dev = None
+    if type_ == MsgType.PREDICT_RAW:
+        model, X, exe = builds("cart-seg")
+        dev, client = _serve(exe)
+    else:
+        client, model = boosted_device
+    try:
+        info = client.info()
+        assert info.capabilities & (CAP_RAW if type_ == MsgType.PREDICT_RAW else CAP_F32)
+        nf = info.n_features
+        row = struct.pack(f"<{nf}f", *([0.25] * nf))
+        bad = {
+            "empty": b"",
+            "one byte": b"\x01",
+            "one row, one byte short": struct.pack("<H", 1) + row[:-1],
+            "one row, one trailing byte": struct.pack("<H", 1) + row + b"\x00",
+            "one row, a trailing row": struct.pack("<H", 1) + row + row,
+            "0 rows with a row": struct.pack("<H", 0) + row,
+            "0 rows, one trailing byte": struct.pack("<H", 0) + b"\x00",
+            "2 rows, one sent": struct.pack("<H", 2) + row,
+            "n_rows > max_batch": struct.pack("<H", 0xFFFF) + row,
+        }
+        for what, payload in bad.items():
+            with pytest.raises(DeviceError, match="BAD_PAYLOAD") as exc:
+                client.request(type_, payload)
+            assert exc.value.request_type == type_, what
+        # well-formed batches are answered: 0 rows (the protocol allows it) and, PREDICT_F32 of a model
+        # that routes missing values, rows with NaN and +-inf cells (raw float32 bit patterns are inputs)
+        assert client.request(type_, struct.pack("<H", 0)) == struct.pack("<H", 0)
+        if type_ == MsgType.PREDICT_RAW:
+            rows = X[:5].astype(np.float32)
+            from treegen.device.hil import reference
+
+            assert np.array_equal(client.predict_raw(rows), reference(model, rows.astype(np.float64)).fixed)
+        else:
+            from treegen.device import hil_f32
+
+            rows = np.array([[np.nan, 0.7, -1.0, 2.0], [np.inf, np.nan, -np.inf, 0.0], [0.1, 0.2, 0.3, 0.4]],
+                            dtype=np.float32)
+            spec = hil_f32.spec_for(model)
+            g_cls, g_val = hil_f32.decode(client.predict_f32(rows, spec["row_bytes"]), spec)
+            w_cls, w_val = hil_f32.reference(model, rows, spec)
+            assert np.array_equal(g_cls, w_cls) and np.array_equal(g_val.view(np.uint64), w_val.view(np.uint64))
+        assert client.ping(b"still here") == b"still here"
+    finally:
+        if dev is not None:
+            client.close()
+            dev.stop(check=True)

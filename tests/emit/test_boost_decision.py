@@ -253,3 +253,83 @@ def test_xgboost_logitraw_compares_the_margin_with_one_half():
     raw = model.decision_function(X)
     assert np.array_equal(model.predict_index(X), est.predict(X)) and np.array_equal(
         model.class_of_raw(raw[:, None]), (raw > 0.5).astype(int))
+
+
+def _symmetric_three_classes():
+    """Classes 0 and 1 on the very same rows (each row once with each label), class 2 apart: every
+    library grows identical trees for outputs 0 and 1, so their raw scores tie exactly on every row."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(60, 3))
+    B = rng.normal(size=(60, 3)) + 2
+    X = np.vstack([A, A, B]).astype(np.float32).astype(np.float64)
+    return X, np.array([0] * 60 + [1] * 60 + [2] * 60)
+
+
+def _onnx_gb():
+    skl2onnx = pytest.importorskip("skl2onnx")
+    pytest.importorskip("onnxruntime")
+    from treegen.importers.onnx_ml import parse_onnx  # noqa: F401  (the importer used below)
+
+    X, y = _symmetric_three_classes()
+    est = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
+    return est, skl2onnx.to_onnx(est, X[:1].astype(np.float32), options={"zipmap": False})
+
+
+TIE_CASES = ["xgboost", "lightgbm", "sklearn-gb", "sklearn-hgb", "onnx"]
+
+
+@pytest.mark.parametrize("source", TIE_CASES)
+def test_c_class_is_the_library_class_on_exact_ties(source, tmp_path):
+    """Every boosted importer: on rows where the two largest raw scores are exactly equal, the library
+    takes the lower class index, and so do the model, the float32 C and the Q15 C (issue #32: the
+    boosted f32 C taking the *last* largest class on a tie went unnoticed)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y = _symmetric_three_classes()
+    if source == "onnx":
+        import onnxruntime as ort
+
+        from treegen.importers.onnx_ml import from_onnx
+
+        _, onx = _onnx_gb()
+        path = tmp_path / "m.onnx"
+        path.write_bytes(onx.SerializeToString())
+        model = from_onnx(path, X=X)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        sess = ort.InferenceSession(onx.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        lib = np.asarray(sess.run(None, {sess.get_inputs()[0].name: X.astype(np.float32)})[0], dtype=np.int64)
+    else:
+        est, imp = {"xgboost": (xgb.XGBClassifier(n_estimators=5, max_depth=2, n_jobs=1), from_xgboost),
+                    "lightgbm": (lgb.LGBMClassifier(n_estimators=5, num_leaves=4, min_child_samples=5, verbose=-1,
+                                                    n_jobs=1), from_lightgbm),
+                    "sklearn-gb": (GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0),
+                                   from_sklearn),
+                    "sklearn-hgb": (HistGradientBoostingClassifier(max_iter=5, random_state=0), from_sklearn)}[source]
+        est.fit(X, y)
+        model = imp(est, X=X)
+        lib = np.asarray(est.predict(X), dtype=np.int64)
+    raw = np.asarray(model.decision_function(X))
+    tie = (raw[:, 0] == raw[:, 1]) & (raw[:, 0] >= raw[:, 2])
+    assert tie.sum() >= 10 and np.all(lib[tie] == 0)                 # exact ties, the library takes the lower
+    assert np.array_equal(model.predict_index(X), lib)
+    assert np.array_equal(_c_classes(model, X, tmp_path, "tie", "f32"), lib)
+    tq = lower_boost_q15(model)
+    q = predict_raw_q15(tq, model.scaling.to_q15(X))
+    qtie = (q[:, 0] == q[:, 1]) & (q[:, 0] >= q[:, 2])
+    assert qtie.sum() >= 10
+    c_q15 = _c_classes(model, X, tmp_path, "tie", "q15")
+    assert np.all(c_q15[qtie] == 0) and np.array_equal(c_q15, predict_class_q15(tq, q))
+
+
+@pytest.mark.parametrize("rule", [">", ">="])
+def test_decision_q_is_the_rule_on_every_integer_sum(rule):
+    """decision_q(v, rule, F): raw_q > T  <=>  raw_q * 2^-F rule v, for the int32 sums around T, on the
+    libraries' thresholds (XGBoost 0x1.8p-24, LightGBM 0x1.8p-53: not a multiple of 2^-F, where floor and
+    ceil differ), 0, 0.5 and values between grid points of either sign."""
+    for v in (1.5 * 2.0 ** -24, 1.5 * 2.0 ** -53, 0.0, 0.5, 0.3, -0.3, -1.5 * 2.0 ** -53, 2.0 ** -30):
+        for F in (10, 20, 26, 30):
+            T = decision_q(v, rule, F)
+            for raw_q in range(T - 3, T + 4):
+                x = np.ldexp(float(raw_q), -F)
+                assert (raw_q > T) == ((x > v) if rule == ">" else (x >= v)), (v, F, raw_q, T)

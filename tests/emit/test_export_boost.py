@@ -94,7 +94,7 @@ def test_lightgbm_regression_and_histgb_double_sums(tmp_path):
     est = lgb.LGBMRegressor(n_estimators=15, num_leaves=8, verbose=-1, n_jobs=1).fit(X, y)
     treegen.export_model(from_lightgbm(est), tmp_path / "lr", target="cortex-m4", dtype="f32", name="lr",
                          measure=False)
-    Z = check_rows(parse_lightgbm(est), X, n_random=500)
+    Z = check_rows(parse_lightgbm(est), X, n_random=500, inf=True)
     assert np.array_equal(_c_raw(None, "lr", Z, tmp_path, True)[:, 0].view(np.int64), est.predict(Z).view(np.int64))
 
     X, y = _half("bc")
@@ -102,7 +102,7 @@ def test_lightgbm_regression_and_histgb_double_sums(tmp_path):
     est = HistGradientBoostingClassifier(max_iter=8, random_state=0).fit(X, y)
     treegen.export_model(from_sklearn(est, X=X), tmp_path / "hb", target="cortex-m4", dtype="f32", name="hb",
                          measure=False)
-    Z = check_rows(parse_sklearn_values(est), X, n_random=500)
+    Z = check_rows(parse_sklearn_values(est), X, n_random=500, inf=True)
     assert np.array_equal(_c_raw(None, "hb", Z, tmp_path, True).view(np.int64), est._raw_predict(Z).view(np.int64))
 
 

@@ -45,6 +45,17 @@ def test_oblique_shift_uses_the_full_int16_range():
     assert 16384 <= np.abs(qt.weights[0]).max() <= 32767
 
 
+def test_oblique_weights_round_to_nearest():
+    """w_q = round(w * 2^s) (the documented rounding; a truncation moves every weight toward 0 by up to
+    one unit): weights whose scaled values lie just below an integer, of both signs."""
+    tree = _stump([0.001, -0.00029999, 0.00069999], 0.0004)
+    qt = quantize_tree(tree)
+    s = int(np.round(np.log2(np.abs(qt.weights[0][0]) / 0.001)))   # the node's shift: 0.001 * 2^s ~ w_q[0]
+    want = np.rint(np.ldexp(np.array([0.001, -0.00029999, 0.00069999]), s)).astype(np.int64)
+    assert np.array_equal(qt.weights[0], want)
+    assert np.any(want != np.trunc(np.ldexp(np.array([0.001, -0.00029999, 0.00069999]), s)))
+
+
 @pytest.mark.parametrize("name", ["veh", "son", "bcw"])
 def test_efti_trees_quantise_exactly(name):
     X, y = load_shared(name)

@@ -56,6 +56,9 @@ def toy(tmp_path_factory):
     (["hil", "{toy}", "--target", "native", "--data", "{toy}", "--timeout", "1e308"], "--timeout", "86400"),
     (["hil", "{toy}", "--target", "native", "--data", "{toy}", "--timeout", "nan"], "--timeout", "86400"),
     (["hil", "{toy}", "--target", "native", "--data", "{toy}", "--timeout", "inf"], "--timeout", "86400"),
+    (["hil", "{toy}", "--target", "native", "--data", "{toy}", "--timeout", "0"], "--timeout", "more than 0"),
+    (["hil", "{toy}", "--target", "native", "--data", "{toy}", "--timeout", "-0.0"], "--timeout", "more than 0"),
+    (["hil", "{toy}", "--target", "native", "--data", "{toy}", "--timeout", "86400.001"], "--timeout", "86400"),
 ])
 def test_numeric_option_beyond_its_bound_is_one_line_naming_the_bound(toy, tmp_path, capsys, argv, match, bound):
     argv = [a.format(toy=toy, tmp=tmp_path) for a in argv]
@@ -71,6 +74,21 @@ def test_the_cli_bounds_are_the_limits_module(toy, tmp_path, capsys):
     args = build_parser().parse_args(["fit", str(toy), "--algo", "rf", "--n-trees", str(limits.MAX_TREES),
                                       "--max-depth", str(limits.MAX_DEPTH), "-o", "m.json"])
     assert (args.n_trees, args.max_depth) == (limits.MAX_TREES, limits.MAX_DEPTH)
+
+
+def test_timeout_bounds_are_inclusive_at_the_limit_exclusive_at_zero(toy):
+    """--timeout at its limit and just above 0 parses; 0 does not (issue #32: a timeout of 0 s was
+    accepted); run_hil refuses 0 too."""
+    from treegen.cli.main import build_parser
+    from treegen.device import hil
+
+    base = ["hil", str(toy), "--target", "native", "--data", str(toy), "--timeout"]
+    assert build_parser().parse_args(base + [repr(limits.MAX_TIMEOUT)]).timeout == limits.MAX_TIMEOUT
+    assert build_parser().parse_args(base + ["1e-3"]).timeout == 1e-3
+    with pytest.raises(TreegenError, match="more than 0"):
+        limits.check_timeout(0.0)
+    with pytest.raises(TreegenError, match="timeout must be > 0"):
+        hil.run_hil(object(), "native", port="socket://127.0.0.1:9", timeout=0)
 
 
 def test_population_the_machine_cannot_hold_is_refused_before_allocating(toy):
@@ -194,7 +212,7 @@ def test_device(treegen_options):
 '''
 
 
-@pytest.mark.parametrize("value", ["1e308", "nan", "-1"])
+@pytest.mark.parametrize("value", ["1e308", "nan", "-1", "0"])
 def test_plugin_timeout_beyond_its_bound_fails_in_one_line(tmp_path, value):
     (tmp_path / "test_mine.py").write_text(PLUGIN_TEST, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}

@@ -230,9 +230,14 @@ def _print_hil(r: dict) -> None:
     if r["accuracy"] is not None:
         rows = (f", the {r['rows']} rows without missing values" if r.get("rows_missing") else "")
         print(f"accuracy        {100 * r['accuracy']:.2f} %  (device predictions vs the labels{rows})")
-    if r.get("rmse") is not None:                 # regression: the device's values against the targets
-        flt = f"; the float model's {r['rmse_float']:.6g}" if r.get("rmse_float") is not None else ""
-        print(f"RMSE            {r['rmse']:.6g}  (device values vs the labels{flt})")
+        if r.get("float_accuracy") is not None:
+            why = ("the same rows as the device" if not r.get("quantisation_rows") else
+                   f"{r['quantisation_rows']} row(s) take another class on the device's Q15 grid than in "
+                   f"{r['float_reference']}: quantisation")
+            print(f"                {100 * r['float_accuracy']:.2f} % {r['float_reference']} on the raw rows ({why})")
+    elif r.get("rmse") is not None:
+        print(f"RMSE            {r['rmse']:.6g} device, {r['float_rmse']:.6g} {r['float_reference']} on the raw "
+              f"rows (vs the target values)")
     if r["rows_per_s"] is not None:
         print(f"throughput      {r['rows_per_s']:.0f} rows/s  ({r['rows']} rows in {r['seconds']['predict']:.2f} s)")
     if r["bench"] is not None:

@@ -43,4 +43,5 @@ def grid_matches_raw(tree: Tree, scaling) -> np.ndarray:
     T = np.floor(tree.threshold[order] * 32768 / c)   # exact for the importer's (Q + 0.5) / 32768 and t / 32768
     below, above = f32_below_above(tree.raw_threshold[order])
     off, sc = scaling.offset[feat], scaling.scale[feat]
-    return (q15_of_raw(below, off, sc) <= T) & (q15_of_raw(above, off, sc) > T)
+    # a +inf threshold sends every input left: no float32 input on the right to check
+    return (q15_of_raw(below, off, sc) <= T) & (np.isposinf(below) | (q15_of_raw(above, off, sc) > T))

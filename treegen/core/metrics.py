@@ -230,6 +230,41 @@ def regression_scores(y_true, y_pred) -> dict:
             "n": int(y_true.shape[0])}
 
 
+# ---------------------------------------------------------------------- agreement with the float model
+#: the one definition of agreement, used by ``treegen export``, ``treegen hil`` and the docs
+AGREEMENT_DEFINITION = ("the share of the data rows on which the exported code (or the device) gives the class "
+                        "of the float model for the same raw row -- the source library's own prediction for an "
+                        "imported model -- never the float model on the already-quantised row; regression: the "
+                        "RMSE and largest |difference| of the values on the same terms")
+
+
+def agreement(got, reference) -> float:
+    """Classification agreement (:data:`AGREEMENT_DEFINITION`): the fraction 0..1 of rows whose class
+    index ``got`` equals ``reference`` (the float model's / library's class of the same raw row)."""
+    got = np.asarray(got, dtype=np.int64)
+    reference = np.asarray(reference, dtype=np.int64)
+    if got.shape != reference.shape or got.ndim != 1:
+        raise TreegenError(f"agreement: class arrays of shapes {got.shape} and {reference.shape} do not match")
+    if got.shape[0] == 0:
+        raise TreegenError("agreement: no rows")
+    return float(np.mean(got == reference))
+
+
+def value_difference(got, reference) -> dict:
+    """Regression agreement (:data:`AGREEMENT_DEFINITION`): ``{"rmse", "max_abs", "equal"}`` of the
+    values ``got`` against ``reference`` (the float model's / library's values of the same raw rows);
+    ``equal`` the fraction of rows with the same value."""
+    got = np.asarray(got, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
+    if got.shape != reference.shape or got.ndim != 1:
+        raise TreegenError(f"value difference: arrays of shapes {got.shape} and {reference.shape} do not match")
+    if got.shape[0] == 0:
+        raise TreegenError("value difference: no rows")
+    diff = got - reference
+    return {"rmse": math.sqrt(float(np.mean(diff * diff))), "max_abs": float(np.max(np.abs(diff))),
+            "equal": float(np.mean(got == reference))}
+
+
 # ---------------------------------------------------------------------- ROC AUC
 def _average_ranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks of ``x``, ties sharing their average rank."""

@@ -192,8 +192,9 @@ def check_tree(t, n_features: int, n_classes: int, field: str, value: bool = Fal
     raw = t.get("raw_threshold")                   # optional: an imported model's source thresholds
     if raw is not None:
         raw = _list(raw, f"{field}.raw_threshold", n, n)
-        for i in range(n):
-            _number(raw[i], f"{field}.raw_threshold[{i}]", "raw threshold")
+        for i in range(n):   # "inf" / "-inf": a library's every-value-left test (JSON has no infinity)
+            if raw[i] not in ("inf", "-inf"):
+                _number(raw[i], f"{field}.raw_threshold[{i}]", "raw threshold")
     if value:
         values = _list(_get(t, "leaf_value", field), f"{field}.leaf_value", n, n)
         for i in range(n):

@@ -39,6 +39,7 @@ double threshold ``t`` compared with float32 ``x`` as ``x <= float32-round-down(
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -214,8 +215,8 @@ class Tree:
         if self.raw_threshold is not None:
             if self.raw_threshold.shape != (n,):
                 raise TreegenError(f"tree array raw_threshold has shape {self.raw_threshold.shape}, expected ({n},)")
-            if not np.all(np.isfinite(self.raw_threshold)):
-                raise TreegenError("tree has non-finite raw thresholds")
+            if np.any(np.isnan(self.raw_threshold)):   # +-inf: a library's "every value left" test
+                raise TreegenError("tree has NaN raw thresholds")
             internal = ~leaf_l
             w = self.weights[internal]
             if np.any(np.count_nonzero(w, axis=1) != 1) or np.any(w.sum(axis=1) <= 0):
@@ -469,7 +470,8 @@ class Tree:
             "class_counts": self.class_counts.tolist(),
         }
         if self.raw_threshold is not None:
-            d["raw_threshold"] = self.raw_threshold.tolist()
+            d["raw_threshold"] = [v if math.isfinite(v) else ("inf" if v > 0 else "-inf")   # JSON has no inf
+                                  for v in self.raw_threshold.tolist()]
         if self.leaf_value is not None:
             d["leaf_value"] = self.leaf_value.tolist()
         if self.missing_left is not None:

@@ -97,16 +97,15 @@ def threshold_probes(model: Model, X_raw: np.ndarray, ulps: int = DEFAULT_ULPS) 
 def raw_threshold_probes(model: Model, X_raw: np.ndarray, ulps: int = DEFAULT_ULPS) -> tuple[np.ndarray, int]:
     """A model imported with its source's float32 thresholds (``Tree.raw_threshold``: left iff
     ``float32(x) <= t``): the ``2 * ulps + 1`` float32 values around every distinct ``(feature, t)``,
-    each put into a data row (the rows taken in turn), and the number of thresholds. Infinite
-    thresholds are skipped (no finite input lies on their other side)."""
+    each put into a data row (the rows taken in turn), and the number of thresholds. An infinite
+    threshold's walk stops at the infinity: ``+inf`` itself is probed (a library's every-value-left test
+    sends it left)."""
     X32 = np.asarray(X_raw, dtype=np.float64).astype(np.float32)
     pts: dict[tuple[int, float], None] = {}
     for tree in model.trees:
         feat = tree.test_feature()
         for k in np.flatnonzero(np.asarray(tree.left) >= 0):
-            t = np.float32(tree.raw_threshold[k])
-            if np.isfinite(t):
-                pts[(int(feat[k]), float(t))] = None
+            pts[(int(feat[k]), float(np.float32(tree.raw_threshold[k])))] = None
     if not pts or X32.shape[0] == 0:
         return np.empty((0, model.n_features), dtype=np.float32), 0
     feat = np.array([p[0] for p in pts], dtype=np.int64)

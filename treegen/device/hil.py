@@ -24,7 +24,10 @@ Three checks, in order, each recorded in ``report["checks"]`` (name, ok, seconds
                  device with PREDICT; every answer must be *identical* to the Python fixed-point
                  model (:func:`treegen.emit.quantize.predict_model_q15` of the model quantised exactly
                  as the firmware's exporter does it, without data). The agreement with the float
-                 model (a fraction 0..1, as every figure in JSON) and, given labels, the accuracy are reported, not asserted.
+                 model on the raw rows (:func:`treegen.core.metrics.agreement`, the one definition export
+                 uses too; an imported ensemble: the source library's own arithmetic,
+                 :mod:`treegen.device.library_ref`; a fraction 0..1, as every figure in JSON) and, given
+                 labels, the device's and the reference's accuracy are reported, not asserted.
 ``bench``        BENCH on up to :data:`BENCH_ROWS` rows spread over the data, ``bench_iters`` calls
                  each: the class must be the fixed-point one and the counter unit the one INFO
                  announced; ``insn_per_inference`` is the mean count per call in ``counter_unit``
@@ -50,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from treegen.core import metrics
 from treegen.core import targets as _targets
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model
@@ -154,10 +158,11 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
     else:
         Xq = np.asarray(model.scaling.to_q15(np.asarray(X_raw, dtype=np.float64)), dtype=np.int64)
     proba = None
+    raw = None if q15 is not None else np.asarray(X_raw, dtype=np.float64)
     if model.vote == "sum":           # boosted models: the integer sums of the q15 boosted export
-        return _boost_reference(model, Xq, labels)
+        return _boost_reference(model, Xq, labels, raw)
     if model.is_regression:
-        return _value_reference(model, Xq, labels)
+        return _value_reference(model, Xq, labels, raw)
     if len(model.trees) > 1 and model.vote == "soft":   # the firmware's soft vote (fixed point)
         sv = soft_vote(model)
         sums = soft_sums(quantize_model(model, None, sv.leaf_ids), sv, Xq)
@@ -165,30 +170,48 @@ def reference(model: Model, X_raw=None, labels=None, *, q15=None) -> Reference:
         proba = proba_q15(sums, len(model.trees))
     else:
         fixed = np.asarray(predict_model_q15(quantize_model(model), model.n_classes, Xq), dtype=np.int64)
-    floating = np.asarray(model.predict_index_normalised(Xq.astype(np.float64) / 32768.0), dtype=np.int64)
+    floating = _float_classes(model, Xq, raw)
     y = None if labels is None else _class_indices(model, labels, Xq.shape[0])
     return Reference(Xq, fixed, floating, y, proba)
 
 
-def _boost_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
+def _float_classes(model: Model, Xq: np.ndarray, raw) -> np.ndarray:
+    """The float reference's class per row (:mod:`treegen.device.library_ref`: the source library's for
+    an imported model) on the raw rows; without raw rows (Q15 rows only) the float model on the grid."""
+    if raw is None:
+        return np.asarray(model.predict_index_normalised(Xq.astype(np.float64) / 32768.0), dtype=np.int64)
+    from treegen.device.library_ref import reference_classes
+
+    return reference_classes(model, raw)
+
+
+def _float_values(model: Model, Xq: np.ndarray, raw) -> np.ndarray:
+    """:func:`_float_classes` for a regression model's values."""
+    if raw is None:
+        return model.predict_value_normalised(Xq.astype(np.float64) / 32768.0)
+    from treegen.device.library_ref import reference_values
+
+    return reference_values(model, raw)
+
+
+def _boost_reference(model: Model, Xq: np.ndarray, labels, raw=None) -> Reference:
     """A boosted (vote 'sum') model: the int32 sums of :func:`treegen.emit.lower_boost.lower_boost_q15`
     (what its q15 export runs): classes from them, or the regression value in units of 2^-frac_bits."""
     from treegen.emit.lower_boost import lower_boost_q15, predict_class_q15, predict_raw_q15
 
     tq = lower_boost_q15(model)
-    raw = predict_raw_q15(tq, Xq)
-    Xn = Xq.astype(np.float64) / 32768.0
+    sums = predict_raw_q15(tq, Xq)
     if model.is_regression:
-        floating = model.predict_value_normalised(Xn)
+        floating = _float_values(model, Xq, raw)
         y = None if labels is None else _target_values(labels, Xq.shape[0])
-        return Reference(Xq, raw[:, 0].astype(np.int64), None, None, None, floating, tq.frac_bits, y)
-    fixed = predict_class_q15(tq, raw)
-    floating = np.asarray(model.predict_index_normalised(Xn), dtype=np.int64)
+        return Reference(Xq, sums[:, 0].astype(np.int64), None, None, None, floating, tq.frac_bits, y)
+    fixed = predict_class_q15(tq, sums)
+    floating = _float_classes(model, Xq, raw)
     y = None if labels is None else _class_indices(model, labels, Xq.shape[0])
     return Reference(Xq, fixed, floating, y, None)
 
 
-def _value_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
+def _value_reference(model: Model, Xq: np.ndarray, labels, raw=None) -> Reference:
     """The regression reference: the int32 values of the fixed-point model the firmware runs (the value
     table of :mod:`treegen.emit.lower_value`, trees quantised without data) and the float model's."""
     from treegen.emit.check import predict_q15
@@ -199,7 +222,7 @@ def _value_reference(model: Model, Xq: np.ndarray, labels) -> Reference:
     qtrees = quantize_model(model, None, vv.leaf_ids)
     rows = np.stack([predict_q15(qt, Xq) for qt in qtrees], axis=1)
     fixed = np.asarray(combine_fixed(vv, rows), dtype=np.int64)
-    floating = model.predict_value_normalised(Xq.astype(np.float64) / 32768.0)
+    floating = _float_values(model, Xq, raw)
     y = None if labels is None else _target_values(labels, Xq.shape[0])
     return Reference(Xq, fixed, None, None, None, floating, vv.frac_bits, y)
 
@@ -219,8 +242,10 @@ def check_float_entry(client, model: Model, raw_rows: np.ndarray, ulps: int = FL
     from treegen.device.float_probes import threshold_probes
 
     probes, n_points = threshold_probes(model, raw_rows, ulps)
-    if model.has_raw_thresholds:
-        want = np.asarray(model.predict_index(probes.astype(np.float64)), dtype=np.int64)
+    if model.has_raw_thresholds:   # the source's float32 tests (a library ensemble: its own arithmetic)
+        from treegen.device.library_ref import reference_classes
+
+        want = reference_classes(model, probes.astype(np.float64))
     else:
         want = reference(model, probes.astype(np.float64)).fixed
     got = client.predict_raw(probes) if probes.shape[0] else np.empty(0, dtype=np.int64)
@@ -540,7 +565,8 @@ def _new_report(model: Model, tgt: _targets.Target, port: str | None) -> dict:
         "target": tgt.name, "target_kind": tgt.kind, "port": port, "model_hash": model.hash(),
         "model_summary": _model_summary(model),
         "layout": None, "variant": None, "rows": 0, "mismatches": None, "mismatch_rows": [],
-        "float_agreement": None, "float_entry": None, "float32": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
+        "float_agreement": None, "float_reference": None, "float_accuracy": None, "quantisation_rows": None,
+        "float_entry": None, "float32": None, "accuracy": None, "rows_per_s": None, "insn_per_inference": None,
         "counter_unit": None, "bench": None, "flash_bytes": None, "ram_bytes": None, "device": None,
         "data": None, "firmware_reused": False, "firmware_replaced": None, "seconds": {},
         "checks": [{"name": c, "ok": None, "seconds": 0.0, "message": "not run"} for c in CHECKS],
@@ -617,6 +643,9 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
         raw_rows = X_raw
     if ref.X_q15.shape[0] == 0 and not missing_rows:
         raise TreegenError("no data rows to check")
+    from treegen.device.library_ref import reference_name
+
+    reference_label = reference_name(model) if data is not None else "the float model on the Q15 grid"
 
     report = _new_report(model, tgt, port)
     report["data"] = data_note
@@ -692,12 +721,15 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
             mism = int(np.count_nonzero(got != ref.fixed))
             report["mismatches"] = mism
             report["mismatch_rows"] = mismatch_rows(ref, got, model)
+            report["float_reference"] = reference_label
             if ref.is_regression:
                 _value_figures(report, ref, got)
             elif n:
-                report["float_agreement"] = round(float(np.mean(got == ref.floating)), 6)
+                report["float_agreement"] = round(metrics.agreement(got, ref.floating), 6)
             if ref.labels is not None and n:
                 report["accuracy"] = round(float(np.mean(got == ref.labels)), 6)
+                report["float_accuracy"] = round(float(np.mean(ref.floating == ref.labels)), 6)
+                report["quantisation_rows"] = int(np.count_nonzero(ref.fixed != ref.floating))
             if mism:
                 first = report["mismatch_rows"][0]
                 what = "value" if ref.is_regression else "class"
@@ -709,7 +741,7 @@ def _run_hil(model: Model, target, *, port: str | None = None, data=None, layout
                        f"difference from the float model RMSE {diff['rmse']:.3g}, max {diff['max_abs']:.3g}")
             elif n:
                 msg = (f"{n} rows identical to the fixed-point model; float agreement "
-                       f"{100 * report['float_agreement']:.2f} %")
+                       f"{100 * report['float_agreement']:.2f} % (with {reference_label}, raw rows)")
             else:
                 msg = "no rows for the Q15 entry"
             if missing_rows:
@@ -828,15 +860,12 @@ def _value_figures(report: dict, ref: Reference, got: np.ndarray) -> None:
     """A regression run's figures: the device values against the float model (RMSE, largest absolute
     difference) and, with true values, the device's RMSE."""
     values = np.ldexp(got.astype(np.float64), -ref.frac_bits)
-    diff = values - ref.float_values
+    d = metrics.value_difference(values, ref.float_values)
     report["value_frac_bits"] = ref.frac_bits
-    report["float_difference"] = {"rmse": float(np.sqrt(np.mean(diff * diff))) if diff.size else 0.0,
-                                  "max_abs": float(np.max(np.abs(diff))) if diff.size else 0.0}
-    if ref.target_values is not None and diff.size:
-        err = values - ref.target_values
-        report["rmse"] = float(np.sqrt(np.mean(err * err)))
-        err = ref.float_values - ref.target_values
-        report["rmse_float"] = float(np.sqrt(np.mean(err * err)))
+    report["float_difference"] = {"rmse": d["rmse"], "max_abs": d["max_abs"]}
+    if ref.target_values is not None and values.size:
+        report["rmse"] = metrics.regression_scores(ref.target_values, values)["rmse"]
+        report["float_rmse"] = metrics.regression_scores(ref.target_values, ref.float_values)["rmse"]
 
 
 def summary(report: dict) -> str:

@@ -4,9 +4,10 @@ raw scores (and class), compared bit for bit with the Python reference the expor
 The harness compiles the model's float32 export beside its Q15 one when
 :func:`treegen.device.firmware.f32_export_wanted` says so; its recorded entry points
 (:func:`treegen.device.firmware.f32_spec`) fix what each row answers: the class (classifiers), then the
-outputs' IEEE-754 bits. The references: a boosted model (vote ``sum``) -- its raw score
-(``decision_function`` / ``predict_value``: the source library's, bit for bit) in the export's sum
-type and ``predict_index``; a tree regressor -- the float32 path of its lowered description
+outputs' IEEE-754 bits. The references: a boosted model (vote ``sum``) -- the source library's raw
+score computed by the library's own tests and sums (:mod:`treegen.device.library_ref`, kept in the
+model file; ``decision_function`` / ``predict_value`` for a model without it) in the export's sum
+type, and its class; a tree regressor -- the float32 path of its lowered description
 (:func:`treegen.emit.check.predict_values`, what the f32 C computes). Rows: the data rows and, with
 ``ulps``, the float32 values within ``ulps`` of every threshold (:mod:`treegen.device.float_probes`).
 """
@@ -17,6 +18,7 @@ import numpy as np
 
 from treegen.core.model import Model
 from treegen.device.firmware import f32_spec
+from treegen.device.library_ref import reference_classes, reference_raw
 from treegen.emit.entry_points import boost_entry_points, tree_entry_points
 
 
@@ -35,9 +37,8 @@ def reference(model: Model, rows: np.ndarray, spec: dict) -> tuple[np.ndarray | 
     """(classes or None, outputs ``(n, n_out)`` in the export's float type) for float32 ``rows``."""
     X = np.asarray(rows, dtype=np.float32).astype(np.float64)
     dt = np.float32 if spec["width"] == 4 else np.float64
-    if model.vote == "sum":
-        raw = model.predict_value(X) if model.is_regression else model.decision_function(X)
-        vals = np.asarray(raw, dtype=np.float64).reshape(X.shape[0], -1).astype(dt)
+    if model.vote == "sum":   # the source library's own arithmetic (library_ref), not treegen's tree IR of it
+        vals = reference_raw(model, X).astype(dt)
     else:
         from treegen.emit import lower as _lower
         from treegen.emit.check import predict_values
@@ -45,7 +46,7 @@ def reference(model: Model, rows: np.ndarray, spec: dict) -> tuple[np.ndarray | 
 
         lowered = _lower.lower(model, dtype="f32", vote="mean", values=value_vote(model))
         vals = np.asarray(predict_values(lowered, X, model.scaling.to_q15(X)), dtype=dt).reshape(-1, 1)
-    cls = None if spec["class_fn"] is None else np.asarray(model.predict_index(X), dtype=np.int64)
+    cls = None if spec["class_fn"] is None else reference_classes(model, X)
     return cls, vals
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.metrics import agreement as _agreement
 from treegen.core.scaling import Q15_MAX, Q15_ONE
 from treegen.emit.lower_f32 import f32_key
 
@@ -186,7 +187,7 @@ def predict_values_float(lowered, X_raw, X_q15) -> np.ndarray:
 def _check_values(lowered, model, X_raw, X_q15, labels) -> tuple[tuple, dict | None]:
     """:func:`check` of a regression export: expected values of the example rows (q15: fixed point,
     f32: float32) and, with data, the differences from the float model (RMSE, largest absolute)."""
-    from treegen.core.metrics import regression_scores
+    from treegen.core.metrics import regression_scores, value_difference
 
     ex_raw, ex_q = example_rows(model, None if X_raw is None else (X_raw,))
     examples = (ex_raw, ex_q, predict_values(lowered, ex_raw, ex_q))
@@ -194,7 +195,7 @@ def _check_values(lowered, model, X_raw, X_q15, labels) -> tuple[tuple, dict | N
         return examples, None
     got = predict_values_float(lowered, X_raw, X_q15)
     want = model.predict_value(X_raw)
-    diff = got - want
+    d = value_difference(got, want)
     key = "fixed" if lowered.dtype == "q15" else "f32"
     # "equal" is bit equality; "within" names the tolerance the export promises: q15, the rounding
     # bound of the value table wherever the tests take the float model's branch; f32, float32's
@@ -206,12 +207,10 @@ def _check_values(lowered, model, X_raw, X_q15, labels) -> tuple[tuple, dict | N
         n = len(model.trees)
         tol = np.maximum(np.abs(want), np.finfo(np.float32).tiny) * (n * 2.0 ** -23)
         tol_text = f"{n} x 2^-23 relative (float32 precision{', per tree summed' if n > 1 else ''})"
-    agreement = {"rows": int(X_raw.shape[0]), "task": "regression",
-                 f"{key}_vs_float": float(np.mean(got == want)),
-                 f"{key}_vs_float_within": float(np.mean(np.abs(diff) <= tol)),
+    agreement = {"rows": int(X_raw.shape[0]), "task": "regression", f"{key}_vs_float": d["equal"],
+                 f"{key}_vs_float_within": float(np.mean(np.abs(got - want) <= tol)),
                  f"{key}_vs_float_tolerance": tol_text,
-                 f"{key}_vs_float_rmse": float(np.sqrt(np.mean(diff * diff))),
-                 f"{key}_vs_float_max_abs": float(np.max(np.abs(diff)))}
+                 f"{key}_vs_float_rmse": d["rmse"], f"{key}_vs_float_max_abs": d["max_abs"]}
     if labels is not None and labels.shape[0] == X_raw.shape[0]:
         try:
             y = np.asarray(labels.tolist(), dtype=np.float64)
@@ -245,7 +244,7 @@ def check(lowered, model, X_raw=None, X_q15=None, labels=None) -> tuple[tuple, d
     float_pred = model.predict_index(X_raw, vote=lowered.vote)
     agreement = {"rows": int(X_raw.shape[0])}
     q15 = lowered.dtype == "q15"
-    agreement["fixed_vs_float" if q15 else "f32_vs_float"] = float(np.mean(got == float_pred))
+    agreement["fixed_vs_float" if q15 else "f32_vs_float"] = _agreement(got, float_pred)
     if labels is not None and labels.shape[0] == X_raw.shape[0]:
         known = {c: i for i, c in enumerate(model.classes)}
         y = np.array([known.get(v, -1) for v in labels.tolist()], dtype=np.int64)

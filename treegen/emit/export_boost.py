@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from treegen.core import metrics
 from treegen.core import targets as _targets
 from treegen.core.codegen import c_identifier
 from treegen.core.errors import TreegenError
@@ -45,6 +46,7 @@ def boost_context(model, tb, *, name: str, target_name: str) -> dict:
         "classes": [{"index": i, "label": str(c)} for i, c in enumerate(model.classes)],
         "feat_rows": _rows([f"{int(v)}{suffix}" for v in tb.feat]),
         "thr_rows": _rows([c_float(float(v), False) for v in tb.thr]),
+        "uses_infinity": bool(np.any(np.isinf(tb.thr))),
         "right_rows": _rows([f"{int(v)}{suffix}" for v in tb.right]),
         "value_rows": _rows([c_float(float(v), True) for v in tb.values]),
         "root_rows": _rows([f"{int(v)}{suffix}" for v in tb.roots]),
@@ -222,23 +224,39 @@ def example_spec_boost(model, ident: str, data, *, tb=None, tq=None, sum_c: str 
             "unit": "" if cls else f" (units of 2^-{tq.frac_bits})"}
 
 
+def other_branch(model, X_raw, X_q15) -> np.ndarray:
+    """Per raw row: does any test of any tree take another branch on the Q15 grid (``q <= Q``, what the q15
+    export runs) than the model's float test of the raw row (an imported model: the source's own)?"""
+    Xn = np.asarray(X_q15, dtype=np.float64) / 32768.0
+    moved = np.zeros(np.asarray(X_raw).shape[0], dtype=bool)
+    for t in model.trees:
+        raw_leaf = t.apply_raw(X_raw) if t.raw_threshold is not None else t.apply(model.scaling.transform(X_raw))
+        moved |= raw_leaf != t.apply(Xn)
+    return moved
+
+
 def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: bool, variant: str,
                 lib_layout: str = "plain", example: bool = False) -> ExportReport:
     """Q15 inputs, integer leaf values and sums (:class:`~treegen.emit.lower_boost.BoostQ15`)."""
     tq = lower_boost_q15(model)
-    agreement = None
+    agreement, moved = None, []
     if data is not None:
-        X = np.asarray(data[0], dtype=np.float64)
-        X = X[np.all(np.isfinite(X), axis=1)]          # Q15 inputs have no NaN
-        raw_q = predict_raw_q15(tq, model.scaling.to_q15(X))
+        X_all = np.asarray(data[0], dtype=np.float64)
+        finite = np.flatnonzero(np.all(np.isfinite(X_all), axis=1))   # Q15 inputs have no NaN
+        X = X_all[finite]
+        Xq = model.scaling.to_q15(X)
+        moved = [int(finite[i]) for i in np.flatnonzero(other_branch(model, X, Xq))]
         agreement = {"rows": int(X.shape[0])}
-        if model.task == "classification":
-            cls = predict_class_q15(tq, raw_q)
-            agreement["fixed_vs_float"] = float(np.mean(cls == model.predict_index(X)))
+        if X.shape[0] and model.task == "classification":
+            agreement["fixed_vs_float"] = metrics.agreement(predict_class_q15(tq, predict_raw_q15(tq, Xq)),
+                                                            model.predict_index(X))
+        elif X.shape[0]:
+            d = metrics.value_difference(np.ldexp(predict_raw_q15(tq, Xq)[:, 0].astype(np.float64), -tq.frac_bits),
+                                         model.predict_value(X))
+            agreement.update(task="regression", fixed_vs_float=d["equal"], fixed_vs_float_rmse=d["rmse"],
+                             fixed_vs_float_max_abs=d["max_abs"])
         else:
-            err = np.ldexp(raw_q[:, 0].astype(np.float64), -tq.frac_bits) - model.predict_value(X)
-            agreement["fixed_vs_float_rmse"] = float(np.sqrt(np.mean(err ** 2))) if err.size else 0.0
-            agreement["fixed_vs_float_max_abs"] = float(np.abs(err).max()) if err.size else 0.0
+            agreement = None                           # no row to measure on
     ctx = {**q15_context(model, tq, name=ident, target_name=tgt.name), **_lib_keys(model, tgt, "q15", variant)}
     spec = example_spec_boost(model, ident, data, tq=tq) if example else None
     files, src, lib_notes = write_library(ctx, out_dir, lib_layout=lib_layout, example=example, force=force,
@@ -261,7 +279,7 @@ def _export_q15(model, out_dir, tgt, ident: str, data, measure: bool, force: boo
     return ExportReport(
         name=ident, target=tgt.name, layout="table", dtype="q15", variant=variant, model_hash=model.hash(),
         files=[str(p) for p in files], n_features=model.n_features, n_classes=model.n_classes, trees=trees,
-        acc_bits=32, exact=False, unresolved_rows=[],
+        acc_bits=32, exact=False, unresolved_rows=moved,
         field_types={"child_ref": ctx["right_c"], "feature_index": ctx["feat_c"]},
         estimated_bytes=int(tq.feat.size * (tq.feat_bits // 8 + 2 + tq.right_bits // 8) + tq.values.size * 4),
         flash_bytes=size["flash_bytes"], ram_bytes=size["ram_bytes"], sections=size["sections"],

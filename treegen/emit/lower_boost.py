@@ -158,6 +158,8 @@ def predict_class(tb: BoostTables, raw: np.ndarray) -> np.ndarray:
 def c_float(v: float, double: bool) -> str:
     """An exact C literal of ``v`` (a float32 value when ``double`` is false): hexadecimal floating."""
     v = float(v)
+    if np.isinf(v) and not double:   # a +-inf threshold (the library's every-value-left test): <math.h>
+        return "INFINITY" if v > 0 else "-INFINITY"
     if not np.isfinite(v):
         raise TreegenError("internal error: a non-finite constant in the boosted export")
     text = v.hex()

@@ -57,6 +57,15 @@ F32_MAX = float(np.finfo(np.float32).max)
 
 __all__ = ["ImportedTree", "ImportedEnsemble", "le_threshold", "f32_round_down"]
 
+_TREE_ARRAYS = ("feature", "threshold", "left", "right", "value")
+_ENSEMBLE_FIELDS = ("n_features", "op", "task", "classes", "n_outputs", "vote", "base_score", "link", "sum_dtype",
+                    "binary_rule", "decision_value", "tie_gap")
+
+
+def _json_floats(values) -> list:
+    """Floats for a JSON file (which has no infinity): +-inf as the strings "inf" / "-inf"."""
+    return [v if np.isfinite(v) else ("inf" if v > 0 else "-inf") for v in np.asarray(values, dtype=np.float64).tolist()]
+
 
 def f32_round_down(t: float) -> float:
     """The largest float32 not above the double ``t`` (``t`` itself when it is a float32 value);
@@ -242,13 +251,43 @@ class ImportedEnsemble:
 
     def le_thresholds(self, tree: ImportedTree) -> np.ndarray:
         """The tree's tests in treegen's form ``float32(x) <= t32`` (0 at leaves). An infinite library
-        threshold (LightGBM and HistGradientBoosting write ``+inf`` for "every finite value left") is
-        stored as the largest finite float32 (``-inf``: its negative): the same branch for every
-        finite float32 input but that extreme one, and NaN is routed apart."""
+        threshold (LightGBM and HistGradientBoosting write ``+inf`` for "every value left", NaN routed
+        apart) stays infinite: ``x <= +inf`` sends ``+inf`` left as the library does (the largest finite
+        float32 in its place would send it right)."""
         out = np.zeros(tree.n_nodes)
         for node in np.flatnonzero(tree.left != LEAF):
-            out[node] = np.clip(le_threshold(float(tree.threshold[node]), self.op), -F32_MAX, F32_MAX)
+            out[node] = le_threshold(float(tree.threshold[node]), self.op)
         return out
+
+    def to_dict(self) -> dict:
+        """The ensemble as JSON-ready data (the library's own tests, thresholds and values; infinite
+        thresholds as "inf" / "-inf"): what a model file keeps as ``metadata["library_reference"]`` so
+        that HIL can check a device against the library's arithmetic itself (:meth:`from_dict`)."""
+        trees = []
+        for t in self.trees:
+            d = {"feature": t.feature.tolist(), "threshold": _json_floats(t.threshold), "left": t.left.tolist(),
+                 "right": t.right.tolist(), "value": t.value.tolist(), "output": int(t.output)}
+            if t.missing_left is not None:
+                d["missing_left"] = t.missing_left.tolist()
+            trees.append(d)
+        out = {k: getattr(self, k) for k in _ENSEMBLE_FIELDS}
+        out["classes"] = [c.item() if isinstance(c, np.generic) else c for c in self.classes]
+        out["base_score"] = [float(b) for b in self.base_score]
+        out["decision_value"] = float(self.decision_value)
+        out["tie_gap"] = float(self.tie_gap)
+        return out | {"trees": trees}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ImportedEnsemble":
+        """The ensemble of :meth:`to_dict` (a malformed one raises :class:`TreegenError`)."""
+        try:
+            trees = [ImportedTree(*(np.asarray(t[k], dtype=np.float64 if k in ("threshold", "value") else np.int64)
+                                    for k in _TREE_ARRAYS),
+                                  missing_left=t.get("missing_left"), output=int(t.get("output", 0)))
+                     for t in d["trees"]]
+            return cls(trees=trees, **{k: d[k] for k in _ENSEMBLE_FIELDS})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TreegenError(f"malformed library reference: {exc}") from None
 
     def split_points(self) -> list[tuple[int, float]]:
         """Every (feature, library threshold) of every tree (for threshold-neighbourhood checks)."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from treegen.core.errors import TreegenError
 from treegen.core.model import Model
-from treegen.core.scaling import Q15_ONE, InputScaling
+from treegen.core.scaling import Q15_MAX, Q15_ONE, InputScaling
 from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
 from treegen.importers.ensemble import ImportedEnsemble
@@ -90,7 +90,9 @@ def ensemble_to_model(ens: ImportedEnsemble, X=None, feature_names=None, algorit
         for node in np.flatnonzero(internal):
             f = int(t.feature[node])
             weights[node, f] = 1.0
-            if scaling.method == "q15":
+            if np.isinf(le[node]):     # +inf: every value left (the Q15 grid's last cell too); -inf: none
+                threshold[node] = (Q15_MAX + 0.5 if le[node] > 0 else -0.5) / Q15_ONE
+            elif scaling.method == "q15":
                 threshold[node] = le[node] / Q15_ONE
             else:
                 with np.errstate(over="ignore"):   # a FLT_MAX threshold: its float32 neighbour is inf
@@ -109,7 +111,10 @@ def ensemble_to_model(ens: ImportedEnsemble, X=None, feature_names=None, algorit
         "scaling_route": scaling.method,
         "n_thresholds": int(sum(int(np.count_nonzero(t.left != LEAF)) for t in ens.trees)),
         "library_decision": library_decision(ens),
-    } | {k: v for k, v in ens.metadata.items() if k not in ("source",)}
+    } | {k: v for k, v in ens.metadata.items() if k not in ("source",)} | {
+        # the library's own tests and sums: the reference HIL checks a device against
+        # (treegen.device.library_ref), independent of the conversion to the tree IR above
+        "library_reference": ens.to_dict()}
     boost = None
     if ens.vote == "sum":
         boost = {"base_score": [float(b) for b in ens.base_score], "tree_output": [int(t.output) for t in ens.trees],
