@@ -119,3 +119,17 @@ def test_fit_loads_no_parallel_plotting_or_device_library(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "numpy" in heavy_in(names)
     assert [n for n in heavy_in(names) if n.split(".")[0] not in ("numpy", "jinja2")] == []
+
+
+def test_a_second_native_fit_renders_no_template(tmp_path):
+    """The native EFTI engine built once (TREEGEN_CACHE), a later ``fit --algo efti`` loads it without
+    rendering its templates: Jinja is not imported (core.native's inputs index)."""
+    data = tmp_path / "toy.csv"
+    data.write_text("a,b,label\n" + "".join(f"{i},{(7 * i) % 10},{1 + (i > 4)}\n" for i in range(10)))
+    argv = ["fit", str(data), "--algo", "efti", "--max-iter", "200", "--engine", "native", "-o", str(tmp_path / "m.json")]
+    first, proc = imported_modules(tmp_path, *argv)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    second, proc = imported_modules(tmp_path, *argv)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "treegen.learn.engine" in second
+    assert "jinja2" not in second
