@@ -37,6 +37,7 @@ report carries a "treegen device" section: the URL, and QEMU's stderr or the nat
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,7 +263,14 @@ def case(case_name, hil_cases) -> hil_models.Case:
 # ---------------------------------------------------------------------- firmware, device, dut
 @pytest.fixture(scope="session")
 def firmwares(tmp_path_factory) -> Firmwares:
-    return Firmwares(tmp_path_factory.mktemp("hil-firmware"))
+    """The session's firmware builds; the parallel workers of one run (pytest-xdist, scripts/test.sh)
+    share the emulated boards' builds in their run's folder (each is built once, by the first worker
+    that needs it)."""
+    shared = None
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "hil-firmware"
+        shared.mkdir(exist_ok=True)
+    return Firmwares(tmp_path_factory.mktemp("hil-firmware"), shared=shared)
 
 
 @pytest.fixture

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite (the README's test command; CI runs this).
+#
+# In parallel (pytest-xdist): most of the suite waits on emulators, serial links and compilers, so it
+# runs TREEGEN_TEST_WORKERS worker processes, by default twice the machine's cores (nproc). A whole
+# test file goes to one worker (--dist loadfile), so a file's module-scoped builds and emulator
+# sessions are made once. TREEGEN_TEST_WORKERS=0 runs the suite in this process, one test at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-python3 -m pytest -q "$@"
+workers=${TREEGEN_TEST_WORKERS:-$(( $(nproc) * 2 ))}
+python3 -m pytest -q -n "$workers" --dist loadfile "$@"

@@ -58,3 +58,30 @@ def test_engines_render_their_templates_with_the_banner():
     assert list(sources) == ["tg_efti.h", "tg_efti.c"]
     assert "from templates/efti — generated, do not edit. Sizes: 1024 instances" in sources["tg_efti.c"]
     assert "from templates/de_pdt — generated, do not edit." in native_de_pdt.source()
+
+
+def test_load_for_renders_only_inputs_it_has_not_built(tmp_path, monkeypatch):
+    """load_for(ctx) = load(render(ctx)), rendering only on a miss: the same inputs again load the
+    recorded library without Jinja; another context, an edited template or a removed library is a miss."""
+    from treegen.core import native
+    from treegen.learn import native_de_pdt
+
+    monkeypatch.setenv("TREEGEN_CACHE", str(tmp_path))
+    kernel, real, calls = native_de_pdt.KERNEL, NativeKernel.render, []
+    monkeypatch.setattr(NativeKernel, "render", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    first = kernel.load_for({})
+    assert len(calls) == 1
+    assert kernel.load_for({}) is first and len(calls) == 1                       # a hit: nothing rendered
+    built = kernel.build(real(kernel, {}))                                         # what load(render()) loads
+    assert ctypes.CDLL(str(built))._name == first._name
+    kernel.load_for({"unused": 1})
+    assert len(calls) == 2                                                         # another context
+    monkeypatch.setattr(native, "templates_digest", lambda: "an edited template")
+    kernel.load_for({})
+    assert len(calls) == 3
+    monkeypatch.undo()
+    monkeypatch.setenv("TREEGEN_CACHE", str(tmp_path))
+    monkeypatch.setattr(NativeKernel, "render", lambda self, *a, **k: calls.append(a) or real(self, *a, **k))
+    built.unlink()                                                                 # the library is gone
+    kernel.load_for({})
+    assert len(calls) == 4 and built.is_file()

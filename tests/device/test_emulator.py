@@ -23,7 +23,7 @@ from pio_projects import require_tools
 
 from treegen.core import targets
 from treegen.core.errors import TreegenError
-from treegen.device.emulator import QemuBoard, free_port
+from treegen.device.emulator import QemuBoard, _proc_listening, free_port
 from treegen.device.firmware import write_harness
 from treegen.device.platformio import write_baremetal
 
@@ -272,3 +272,26 @@ def test_missing_qemu_names_its_debian_package(tmp_path, monkeypatch):
                                            r"qemu-system-misc, see scripts/setup.sh\) to run the emulated target "
                                            r"qemu-hifive1$"):
         QemuBoard("qemu-hifive1", elf).start()
+
+
+def test_a_port_another_process_listens_on_is_not_our_boards():
+    """Parallel test workers may start two QEMUs on the same free port at once: the one that lost the
+    race must not take the winner's listening socket for its own (the board's readiness check looks
+    for a listening socket of *its* process)."""
+    import os
+    import socket
+    import subprocess
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        other = subprocess.Popen(["sleep", "30"])
+        try:
+            assert _proc_listening(port) is True
+            assert _proc_listening(port, os.getpid()) is True
+            assert _proc_listening(port, other.pid) is False
+        finally:
+            other.kill()
+            other.wait()
+    assert _proc_listening(port, os.getpid()) is False

@@ -369,6 +369,29 @@ def test_client_drops_the_late_answer_to_a_request_it_timed_out_on():
         c.ping(b"again")
 
 
+def test_client_drops_the_late_answer_to_a_request_that_timed_out():
+    """A device slower than the timeout (a QEMU board on a loaded machine) answers a PING after the
+    client gave up and flushed: the next request drops that late answer (its SEQ was abandoned) and
+    takes its own; an answer to a SEQ never abandoned is still an error."""
+    dev = FakeDevice()
+    late = []
+
+    def slow(f):                                       # the first PING is answered only with the next one
+        if f.payload == b"first":
+            late.append(encode_frame(0x81, f.seq, f.payload))
+            return b""
+        return late.pop() + encode_frame(0x81, f.seq, f.payload)
+
+    dev.handler = slow
+    c = _client(dev, timeout=0.2)
+    with pytest.raises(DeviceTimeout):
+        c.ping(b"first")
+    assert c.ping(b"second") == b"second"             # the late PONG of seq 1 came first: dropped
+    dev.handler = lambda f: encode_frame(0x81, 1, b"first") + encode_frame(0x81, f.seq, f.payload)
+    with pytest.raises(ProtocolError, match="wrong SEQ 1"):
+        c.ping(b"third")                               # seq 1's late answer was dropped once already
+
+
 def test_client_link_lost_on_read_and_write_errors():
     dev = FakeDevice(handler=lambda f: b"")
     dev.read_error = serial.SerialException("device reports readiness to read but returned no data")

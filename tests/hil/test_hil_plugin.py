@@ -150,3 +150,26 @@ def test_bundled_checks_from_a_fresh_venv_outside_the_checkout(tmp_path, model_a
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("10", "0", "0", "0")
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["rows"] == "240" and props["float_agreement_pct"] == "100.0"
+
+
+def test_parallel_workers_share_emulated_builds_not_native_ones(tmp_path):
+    """hil/conftest.py gives the parallel workers of a run (pytest-xdist) one folder for the emulated
+    boards' firmware: the second worker's Firmwares reuses the first's build (locked while built,
+    checked by its stamp) instead of building it again; native harnesses stay each worker's own."""
+    from treegen.core import targets
+    from treegen.hil.cases import Case
+    from treegen.hil.devices import Firmwares
+
+    X = np.array([[i, (7 * i) % 10] for i in range(20)], dtype=float)
+    y = np.array([1 + (i > 9) for i in range(20)])
+    case = Case("cart-toy", "cart", CARTClassifier(max_depth=2).fit(X, y).model_, X, y, "table", "toy")
+    shared = tmp_path / "shared"
+    first = Firmwares(tmp_path / "gw0", shared=shared)
+    second = Firmwares(tmp_path / "gw1", shared=shared)
+    emulated = targets.get("qemu-m3")
+    a, b = first.get(emulated, case), second.get(emulated, case)
+    assert not a.reused and b.reused
+    assert Path(a.path).resolve() == Path(b.path).resolve() and shared in Path(b.path).resolve().parents
+    native = targets.get("native")
+    n0, n1 = first.get(native, case), second.get(native, case)
+    assert (tmp_path / "gw0") in Path(n0.path).parents and (tmp_path / "gw1") in Path(n1.path).parents

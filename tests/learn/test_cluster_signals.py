@@ -74,6 +74,37 @@ def test_loky_workers_start_with_sigint_ignored():
             executor.shutdown(wait=True, kill_workers=True)
 
 
+LOKY_IMPORTED_IN_THE_BLOCK = """
+import signal, sys
+from treegen.learn.cluster_signals import children_ignore_sigint
+
+def sigint_ignored(_=None):
+    with open("/proc/self/status") as fh:
+        ign = int(next(line for line in fh if line.startswith("SigIgn:")).split()[1], 16)
+    return bool(ign & (1 << (signal.SIGINT - 1)))
+
+with children_ignore_sigint():
+    print("joblib before:", "joblib" in sys.modules)
+    from joblib.externals.loky import get_reusable_executor     # first imported inside the block
+    executor = get_reusable_executor(max_workers=1, reuse=False)
+    try:
+        print("worker ignores SIGINT:", executor.submit(sigint_ignored).result(timeout=60))
+    finally:
+        executor.shutdown(wait=True, kill_workers=True)
+from joblib.externals.loky.backend import fork_exec
+print("restored:", fork_exec.fork_exec.__module__ == fork_exec.__name__)
+"""
+
+
+def test_loky_imported_inside_the_block_is_patched_and_not_before():
+    """The block imports no joblib (``treegen --version`` / ``targets`` run in it); a command that
+    imports joblib inside it still starts loky workers with SIGINT ignored, and the original is back after."""
+    proc = subprocess.run([sys.executable, "-c", LOKY_IMPORTED_IN_THE_BLOCK], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["joblib before: False", "worker ignores SIGINT: True", "restored: True"]
+
+
 LEAK_A_SEMAPHORE = """
 import multiprocessing.resource_tracker as rt
 from treegen.learn.cluster_signals import children_ignore_sigint

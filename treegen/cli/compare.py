@@ -19,6 +19,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import int_at_least, int_range, scheduler_address
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv
@@ -42,7 +43,7 @@ def add_scheduler_option(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="compare algorithms/settings over datasets (Dask), with statistics")
+    p = add_command(sub, "compare")
     input_(p.add_argument("datasets", nargs="+", metavar="DATASET",
                           help="labelled CSV files, or names of NAME.csv.gz / NAME.csv in --data-dir"), "dataset")
     p.add_argument("--algos", required=True, metavar="A,B,...",

@@ -1,20 +1,19 @@
-"""``treegen export | targets``: C sources for a target (inference, or the EFTI training engine with
-``--train``), and the list of targets."""
+"""``treegen export``: C sources for a target (inference, or the EFTI training engine with ``--train``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range,
-                                model_names, positive_float, table)
+                                model_names, positive_float)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import ModelFileError, TreegenError
 from treegen.core.limits import MAX_EFTI_DEPTH, MAX_U32
 from treegen.core.model import load
 from treegen.core.output import write_json
-from treegen.core.targets import all_targets
 from treegen.core.targets import get as get_target
 from treegen.emit.export import DTYPE_CHOICES as EXPORT_DTYPES
 from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
@@ -26,8 +25,8 @@ from treegen.learn.inducers.efti import EFTIParams
 
 
 def register(sub) -> None:
-    """Add export and targets to the subcommands ``sub``."""
-    p = sub.add_parser("export", help="generate fixed-point (Q15) or float32 C for a target")
+    """Add export to the subcommands ``sub``."""
+    p = add_command(sub, "export")
     add_ignore_names(p)
     add_csv_options(p)
     input_(p.add_argument("model", metavar="MODEL",
@@ -76,10 +75,6 @@ def register(sub) -> None:
                    help="--train --risk vicinal: kernel variance per attribute variance (default 0.1)")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("targets", help="list the targets code can be exported for")
-    output(p.add_argument("--json", metavar="FILE",
-                          help="also write the targets (every field of targets/*.toml) as JSON"), "JSON file")
-    p.set_defaults(func=cmd_targets)
 
 
 def cmd_export(args) -> int:
@@ -239,17 +234,6 @@ def _print_library_use(args, out: Path, name: str) -> None:
                   "prj.conf, sample.yaml, src/main.c)")
         else:
             print(f"example         cc -std=c99 -O2 -I {src} {src / (name + '.c')} {ex} -o {name}_example")
-
-
-def cmd_targets(args) -> int:
-    targets = all_targets()
-    rows = [["name", "kind", "core", "FPU", "DSP", "flash", "RAM", "description"]]
-    for t in targets:
-        rows.append([t.name, t.kind, t.core, "yes" if t.fpu else "no", "yes" if t.dsp else "no",
-                     f"{t.flash_kb} KiB", f"{t.ram_kb} KiB", t.description])
-    print(table(rows, align_left=8))
-    write_json(args.json, {"command": "targets", "targets": [t.to_dict() for t in targets]})
-    return 0
 
 
 def cmd_export_train(args) -> int:

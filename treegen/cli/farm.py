@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_range,
                                 non_negative_float, timeout_seconds)
 from treegen.cli.paths import input_, output
@@ -17,8 +18,7 @@ from treegen.emit.export import LAYOUTS as EXPORT_LAYOUTS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("farm", help="board farm: the HIL of models x the targets of a labgrid farm's places, "
-                                    "in parallel")
+    p = add_command(sub, "farm")
     add_ignore_names(p)
     add_csv_options(p)
     input_(p.add_argument("models", nargs="+", metavar="MODEL", help="model files (treegen fit -o)"), "model")

@@ -8,6 +8,7 @@ import shlex
 import signal
 from pathlib import Path
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range, kib,
                                 model_names, positive_float)
 from treegen.cli.paths import input_, output
@@ -27,13 +28,12 @@ UPLOADERS = ("pyocd", "openocd", "platformio")   # treegen.device.upload.UPLOADE
 
 def register(sub) -> None:
     """Add build and flash to the subcommands ``sub``."""
-    p = sub.add_parser("build", help="write a PlatformIO project (model + firmware harness) and build it")
+    p = add_command(sub, "build")
     _add_firmware_options(p)
     p.add_argument("-v", "--verbose", action="store_true", help="show PlatformIO's output while it builds")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("flash", help="upload the firmware to a board, or run it in its emulator (QEMU, simavr) "
-                                     "for an emulated target")
+    p = add_command(sub, "flash")
     _add_firmware_options(p)
     p.add_argument("--port", metavar="P",
                    help="boards: upload port (e.g. /dev/ttyACM0); emulated: TCP port of the UART (default: a free one)")

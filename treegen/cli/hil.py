@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import (HilFailed, add_csv_options, add_ignore_names, csv_options, int_range,
                                 model_names, non_negative_float, positive_float, timeout_seconds)
 from treegen.cli.paths import input_, output
@@ -22,7 +23,7 @@ from treegen.learn.vicinal import DEFAULT_SIGMA2
 
 def register(sub) -> None:
     """Add hil to the subcommands ``sub``."""
-    p = sub.add_parser("hil", help="hardware in the loop: check a model's firmware on a device against the host")
+    p = add_command(sub, "hil")
     add_ignore_names(p)
     add_csv_options(p)
     input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")

@@ -7,13 +7,14 @@
 
 from __future__ import annotations
 
+from treegen.cli.commands import add_command
 from treegen.cli.paths import input_, output
 from treegen.core.output import STDOUT, write_text
 
 
 def register(sub) -> None:
     """Add import to the subcommands ``sub``."""
-    p = sub.add_parser("import", help="import an XGBoost, LightGBM, ONNX or (with --trust-pickle) scikit-learn model")
+    p = add_command(sub, "import")
     input_(p.add_argument("source", metavar="FILE",
                           help="XGBoost JSON/UBJSON model, LightGBM model text, ONNX model, or a pickle/joblib estimator"),
            "foreign-model")

@@ -14,14 +14,14 @@ fraction 0..1, as ``score()`` and the model metadata; percent appears only in hu
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
 import warnings
 
-from treegen.cli import compare, export, farm, firmware, hil, imports, models, plot, samples, tune
+from treegen.cli.commands import COMMANDS
 from treegen.cli.common import CLIError, HilFailed, Interrupted
-from treegen.cli.paths import check_command
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 from treegen.learn.cluster_signals import children_ignore_sigint
@@ -37,13 +37,32 @@ class _Parser(argparse.ArgumentParser):
 
 
 
-def build_parser() -> argparse.ArgumentParser:
+_ALL = object()
+
+
+def build_parser(command: str | None = _ALL) -> argparse.ArgumentParser:  # type: ignore[assignment]
+    """The command line's parser. By default every subcommand's options; with ``command``, only that
+    command's (its ``treegen.cli`` module is the only one imported), the others listed by name and help
+    line (:data:`treegen.cli.commands.COMMANDS`): ``None`` builds none, for ``treegen --help`` and
+    ``--version``. Either way ``treegen --help`` is the same text."""
     parser = _Parser(prog=PROG, description="Decision trees for microcontrollers: induce, evaluate, inspect.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in (models, compare, tune, imports, export, firmware, hil, farm, plot, samples):    # the order of 'treegen --help'
-        group.register(sub)
+    registered = set()
+    for name, (module, help_line) in COMMANDS.items():                  # the order of 'treegen --help'
+        if command is _ALL or COMMANDS.get(command, ("",))[0] == module:
+            if module not in registered:                               # a module registers all its commands
+                registered.add(module)
+                importlib.import_module(f"treegen.cli.{module}").register(sub)
+        else:
+            sub.add_parser(name, help=help_line, add_help=False)       # listed only; never parses
     return parser
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand named on the command line ``argv``: its first argument that is not an option
+    (the top-level options, ``--help`` and ``--version``, take no value); None if there is none."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 # ---------------------------------------------------------------------- entry point
@@ -94,13 +113,16 @@ def _main(argv: list[str] | None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            parser = build_parser()
+            argv = sys.argv[1:] if argv is None else list(argv)
+            parser = build_parser(command_of(argv))
             args = parser.parse_args(argv)
             if args.command is None:                 # bare 'treegen': the overview, not an error
                 parser.print_help()
                 return 0
             # no output may destroy an input ('-' = stdout); Python workers (Dask, joblib) ignore a terminal's
             # Ctrl-C, which treegen handles by stopping them
+            from treegen.cli.paths import check_command    # after parsing: --help/--version need none of it
+
             with check_command(parser, args), children_ignore_sigint():
                 return int(args.func(args) or 0)
     except TreegenError as exc:

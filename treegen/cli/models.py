@@ -13,21 +13,19 @@ from pathlib import Path
 
 import numpy as np
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import (add_csv_options, add_ignore_names, csv_options, int_range, job_count,
                                 model_names, nonneg_float, params_text, pct, positive_float, scheduler_address, table)
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_csv, load_for_model
 from treegen.core.errors import DataError, TreegenError
 from treegen.core.limits import MAX_DEPTH, MAX_FEATURES, MAX_FOLDS, MAX_POPULATION, MAX_REPEATS, MAX_ROWS, MAX_TREES, MAX_U32
-from treegen.core.metrics import evaluate
 from treegen.core.model import load, save
 from treegen.core.output import STDOUT, write_json, write_text
 from treegen.core.progress import enabled as progress_enabled
 from treegen.core.progress import progress_bar
 from treegen.core.scaling import METHODS as SCALING_METHODS
 from treegen.emit.show import UNITS as SHOW_UNITS
-from treegen.emit.show import render_dot, render_text
-from treegen.learn.cv import cross_validate
 from treegen.learn.estimators import ALGORITHMS, make_estimator
 from treegen.learn.inducers.efti import MAX_ITER, MAX_SEED
 from treegen.learn.regressors import REGRESSORS, make_regressor
@@ -268,7 +266,7 @@ def _algo_params(args: argparse.Namespace) -> tuple[str, dict]:
 
 def register(sub) -> None:
     """Add fit, predict, eval, cv and show to the subcommands ``sub``."""
-    p = sub.add_parser("fit", help="induce a tree from a CSV dataset and save the model")
+    p = add_command(sub, "fit")
     add_csv_options(p)
     input_(p.add_argument("data", metavar="DATA", help="training CSV (header row; gzip allowed)"), "data")
     _add_algo_options(p)
@@ -279,7 +277,7 @@ def register(sub) -> None:
                    help="rf: trees fitted in parallel (joblib n_jobs; -1 = all cores; default 1)")
     p.set_defaults(func=cmd_fit)
 
-    p = sub.add_parser("predict", help="predict a label for every row of a CSV file")
+    p = add_command(sub, "predict")
     add_ignore_names(p)
     add_csv_options(p)
     input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
@@ -289,7 +287,7 @@ def register(sub) -> None:
            "output file")
     p.set_defaults(func=cmd_predict)
 
-    p = sub.add_parser("eval", help="accuracy, confusion matrix and per-class scores on labelled data")
+    p = add_command(sub, "eval")
     add_ignore_names(p)
     add_csv_options(p)
     input_(p.add_argument("model", metavar="MODEL", help="model file (treegen fit -o)"), "model")
@@ -298,7 +296,7 @@ def register(sub) -> None:
     output(p.add_argument("--json", metavar="FILE", help="also write the figures as JSON"), "JSON file")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("cv", help="repeated stratified K-fold cross-validation")
+    p = add_command(sub, "cv")
     add_csv_options(p)
     input_(p.add_argument("data", metavar="DATA", help="labelled CSV"), "data")
     _add_algo_options(p)
@@ -314,7 +312,7 @@ def register(sub) -> None:
            "JSON file")
     p.set_defaults(func=cmd_cv)
 
-    p = sub.add_parser("show", help="print a model's tree")
+    p = add_command(sub, "show")
     input_(p.add_argument("model", metavar="MODEL", help="model file"), "model")
     p.add_argument("--dot", action="store_true", help="Graphviz DOT instead of text")
     p.add_argument("--units", choices=SHOW_UNITS, default="raw",
@@ -481,6 +479,8 @@ def cmd_predict(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    from treegen.core.metrics import evaluate
+
     model = load(args.model)
     ds = load_for_model(args.data, model.n_features, label=args.label,
                         feature_names=model_names(args, model), **csv_options(args),
@@ -541,6 +541,8 @@ def cmd_eval(args) -> int:
 
 
 def _eval_regression(args, model, ds) -> int:
+    from treegen.core.metrics import evaluate
+
     rep = evaluate(model, ds.X, ds.labels)        # treegen.core.metrics.evaluate_regression
     train_seconds = model.metadata.get("train_seconds")
     print(f"model     {args.model}")
@@ -558,6 +560,8 @@ def _eval_regression(args, model, ds) -> int:
 
 
 def cmd_cv(args) -> int:
+    from treegen.learn.cv import cross_validate     # joblib: only cv needs it here
+
     algo, params = _algo_params(args)
     if params.get("engine") == "device" or args.target is not None or args.port is not None:
         raise TreegenError("--engine device, --target and --port apply to fit only (cv trains on the host)")
@@ -601,6 +605,8 @@ def cmd_cv(args) -> int:
 
 
 def cmd_show(args) -> int:
+    from treegen.emit.show import render_dot, render_text
+
     model = load(args.model)
     sys.stdout.write(render_dot(model, units=args.units) if args.dot else render_text(model, units=args.units))
     return 0

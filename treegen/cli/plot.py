@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import add_csv_options, add_ignore_names, csv_options, int_at_least, model_names
 from treegen.cli.paths import input_, output
 from treegen.core.data import load_for_model
@@ -22,7 +23,7 @@ from treegen.core.model import load
 
 def register(sub) -> None:
     """Add plot to the subcommands ``sub``."""
-    p = sub.add_parser("plot", help="draw a model (tree, partition, confusion matrix) or cv/hil/tune reports")
+    p = add_command(sub, "plot")
     add_ignore_names(p)
     add_csv_options(p)
     p.add_argument("kind", choices=("tree", "partition", "confusion", "cv", "hil", "tune"), help="what to draw")

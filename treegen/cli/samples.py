@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import CLIError, table
 from treegen.cli.paths import output
 from treegen.core.atomic import atomic_write
@@ -13,7 +14,7 @@ from treegen.core.samples import SAMPLES, sample, sample_path
 
 def register(sub) -> None:
     """Add dataset to the subcommands ``sub``."""
-    p = sub.add_parser("dataset", help="list the datasets shipped with treegen, or write one (NAME -o FILE)")
+    p = add_command(sub, "dataset")
     p.add_argument("name", nargs="?", metavar="NAME", help=f"a shipped dataset: {', '.join(SAMPLES)}")
     output(p.add_argument("-o", "--output", metavar="FILE",
                           help="where to write it: a .csv.gz file is written compressed, any other name as "

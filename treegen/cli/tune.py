@@ -17,6 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
+from treegen.cli.commands import add_command
 from treegen.cli.common import int_at_least, int_range, positive_float, refuse_continuous_labels, table
 from treegen.cli.compare import add_scheduler_option, dataset_name, resolve_dataset
 from treegen.cli.paths import input_, output
@@ -41,7 +42,7 @@ def size_bytes(text: str) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("tune", help="search the most accurate model that fits a target's flash/RAM/time budget")
+    p = add_command(sub, "tune")
     input_(p.add_argument("data", metavar="DATA", help="labelled CSV (or a name in --data-dir)"), "dataset")
     input_(p.add_argument("--target", required=True, metavar="TARGET",
                           help="where costs are measured: an emulated target (qemu-m4, qemu-microbit ...) or native"),

@@ -67,6 +67,7 @@ import numpy as np
 
 from treegen.core.atomic import atomic_write
 from treegen.core.errors import ModelFileError, TreegenError
+from treegen.core.jsonvalues import plain
 from treegen.core.limits import MAX_MODEL_BYTES, bytes_text, read_bounded
 from treegen.core.scaling import InputScaling
 from treegen.core.schema import (CONTRACTS, FORMAT, FORMAT_VERSION, VALUE_VOTES, VOTES, check_boost,
@@ -393,23 +394,6 @@ def _plain_boost(boost: dict) -> dict:
     except (TypeError, ValueError):
         return dict(boost)
     return out
-
-
-def plain(obj):
-    """Convert numpy scalars/arrays inside metadata to JSON-native values."""
-    if isinstance(obj, dict):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [plain(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return plain(obj.tolist())
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        obj = float(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def save(model: Model, path: str | Path) -> Path:

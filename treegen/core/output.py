@@ -26,7 +26,7 @@ from typing import Iterator, Sequence
 
 from treegen.core.atomic import atomic_write
 from treegen.core.errors import TreegenError
-from treegen.core.model import plain
+from treegen.core.jsonvalues import plain
 
 
 STDOUT = "-"

@@ -21,6 +21,7 @@ instruction counts; ``firmware_option``: ``-kernel`` or ``-bios``). The emulator
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -43,18 +44,27 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _proc_listening(port: int) -> bool | None:
-    """Whether some IPv4 socket listens on TCP ``port`` (from /proc/net/tcp); None if unknown."""
+def _proc_listening(port: int, pid: int | None = None) -> bool | None:
+    """Whether some IPv4 socket listens on TCP ``port`` (from /proc/net/tcp) -- with ``pid``, a socket
+    of that process (another process that took the same free port, e.g. a second QEMU started at the
+    same moment by a parallel test worker, is not ours); None if unknown."""
     try:
         lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
     except OSError:
         return None
     suffix = f":{port:04X}"
+    inodes = set()
     for line in lines:
         fields = line.split()
-        if len(fields) > 3 and fields[1].endswith(suffix) and fields[3] == "0A":   # 0A = TCP_LISTEN
-            return True
-    return False
+        if len(fields) > 9 and fields[1].endswith(suffix) and fields[3] == "0A":   # 0A = TCP_LISTEN
+            inodes.add(f"socket:[{fields[9]}]")
+    if not inodes or pid is None:
+        return bool(inodes)
+    try:
+        fds = Path(f"/proc/{pid}/fd")
+        return any(os.readlink(fd) in inodes for fd in fds.iterdir())
+    except OSError:              # the process is gone (it failed), or its descriptors are not ours to read
+        return None if Path(f"/proc/{pid}").exists() else False
 
 
 def serial_args(emulator: dict, chardev: str = "u0") -> list[str]:
@@ -127,7 +137,7 @@ class EmulatorBoard:
                 pass
             else:
                 return False
-        listening = _proc_listening(self.port)
+        listening = _proc_listening(self.port, self.process.pid if self.process is not None else None)
         return True if listening is None else listening
 
     def start(self) -> "EmulatorBoard":

@@ -92,6 +92,9 @@ class CounterUnit(IntEnum):
     NANOSECONDS = 2      # host clock
 
 
+#: timed-out requests whose late answers a client recognises (and drops)
+MAX_ABANDONED = 8
+
 CAP_PREDICT = 0x1
 CAP_BENCH = 0x2
 CAP_TRAIN = 0x4
@@ -446,7 +449,9 @@ class DeviceClient:
         #: UART takes input slowly)
         self.drain_quiet = DRAIN_QUIET
         self._seq = 0
-        self._abandoned: set[int] = set()   # SEQs of requests given up on (timed out): their late answers are dropped
+        #: SEQs of the last requests given up on (timeout): their answers, if they arrive after the
+        #: flush, are late, not wrong
+        self._abandoned: list[int] = []
         self._info: DeviceInfo | None = None
         self._link_errors, self._write_timeouts = _serial_errors()
         try:
@@ -527,6 +532,8 @@ class DeviceClient:
         req_name = _name(MsgType, type_)
         expected_type = (type_ | RESPONSE) & 0xFF
         seq = self._next_seq()
+        if seq in self._abandoned:              # the number comes round again (256 requests later)
+            self._abandoned.remove(seq)
         frame = encode_frame(type_, seq, payload)
         what = f"{req_name} (seq {seq})"
         self._write(frame, what)
@@ -535,18 +542,24 @@ class DeviceClient:
         received = bytearray()
         while True:
             if time.monotonic() >= deadline:
-                self._abandoned.add(seq)
+                self._abandoned = [*self._abandoned[-(MAX_ABANDONED - 1):], seq]
                 self._on_timeout(what, timeout, received, f"a {_name(MsgType, expected_type)} (0x{expected_type:02X}) frame")
             chunk = self._read(parser.needed, f"the response to {what}")
             if not chunk:
                 continue
             received += chunk
             for event in parser.feed(chunk):
-                # the late answer to a request this client timed out on (and said so): not this one's answer
-                if isinstance(event, Frame) and event.seq != seq and event.seq in self._abandoned:
-                    self._abandoned.discard(event.seq)
-                    continue
-                return self._check(event, req_name, type_, seq, expected_type)
+                if not self._late(event):
+                    return self._check(event, req_name, type_, seq, expected_type)
+
+    def _late(self, event) -> bool:
+        """Whether ``event`` is the answer to an earlier request that timed out (a device slower than
+        the timeout, e.g. on a loaded machine, answers after the flush): dropped once, never taken for
+        the answer to the current request. Any other SEQ stays a protocol error."""
+        if not isinstance(event, Frame) or event.seq not in self._abandoned:
+            return False
+        self._abandoned.remove(event.seq)
+        return True
 
     def _on_timeout(self, what: str, timeout: float, received: bytes, expected: str):
         got = f"received {len(received)} byte(s): {_hex(received)}" if received else "received nothing"

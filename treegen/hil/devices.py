@@ -36,14 +36,21 @@ def require_tools(kind: str) -> None:
 
 
 class Firmwares:
-    """Firmware builds under ``root``, once per (target, model, layout, variant) and session."""
+    """Firmware builds under ``root``, once per (target, model, layout, variant) and session.
 
-    def __init__(self, root: Path):
+    With ``shared``, the builds for emulated boards go there instead: a folder other pytest processes
+    build into too (the parallel workers of one run). Every build folder is locked while it is built
+    (:mod:`treegen.device.buildfolder`) and a complete build of the same model, layout and variant is
+    reused (its stamp), so the workers build each firmware once. Native harnesses (host programs,
+    not reused) stay in ``root``."""
+
+    def __init__(self, root: Path, shared: Path | None = None):
         self.root = Path(root)
+        self.shared = None if shared is None else Path(shared)
         self._cache: dict = {}
 
     def get(self, target: tg_targets.Target, case: Case, *, layout: str | None = None, variant: str = "auto"):
-        from treegen.device import hil
+        from treegen.device import buildfolder, hil
         from treegen.emit.export import resolve_variant
 
         layout = layout or case.layout
@@ -59,9 +66,11 @@ class Firmwares:
                 pytest.fail(f"target {target.name} is a real board ({target.kind}): flash it with 'treegen flash' "
                             f"and pass its port (--treegen-port, e.g. /dev/ttyACM0)", pytrace=False)
             require_tools(target.kind)
-            out = self.root / f"{target.name}-{case.name}-{layout}-{variant}"
+            base = self.shared if self.shared is not None and target.kind == "emulated" else self.root
+            out = base / f"{target.name}-{case.name}-{layout}-{variant}"
             try:
-                self._cache[key] = hil.build_firmware(case.model, target, out, layout=layout, variant=variant)
+                with buildfolder.locked(out):
+                    self._cache[key] = hil.build_firmware(case.model, target, out, layout=layout, variant=variant)
             except TreegenError as exc:
                 self._cache[key] = f"firmware build for {target.name} ({case.name}, {layout}, {variant}) failed: {exc}"
         value = self._cache[key]

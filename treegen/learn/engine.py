@@ -84,10 +84,14 @@ KERNEL = NativeKernel("EFTI engine", ("efti/tg_efti.h.j2", "efti/tg_efti.c.j2"),
                       cache_name="engine", opt_flags=("-O3",))
 
 
+def _note(sizes: dict) -> str:
+    return (f"Sizes: {sizes['max_inst']} instances, {sizes['max_attr']} attributes, "
+            f"{sizes['max_classes']} classes, depth {sizes['max_depth']}.")
+
+
 def render_engine(sizes: dict) -> dict[str, str]:
     """The engine's C sources for a size configuration: ``{"tg_efti.h": ..., "tg_efti.c": ...}``."""
-    return KERNEL.render(sizes, note=f"Sizes: {sizes['max_inst']} instances, {sizes['max_attr']} attributes, "
-                                     f"{sizes['max_classes']} classes, depth {sizes['max_depth']}.")
+    return KERNEL.render(sizes, note=_note(sizes))
 
 
 def build_library(sizes: dict, cc: str | None = None) -> Path:
@@ -155,7 +159,7 @@ def induce(X: np.ndarray, y: np.ndarray, n_classes: int, params: EFTIParams | No
     sizes = engine_sizes(n, A, n_classes, params.max_depth, params.partial_reclassification,
                          coefficient_mutation_rate=params.coefficient_mutation_rate, vicinal=vicinal,
                          node_sampling=sampling)
-    lib = KERNEL.load(render_engine(sizes))
+    lib = KERNEL.load_for(sizes, note=_note(sizes))
     Data, Config, TreeOut = _structs(sizes)
     sigma_q15 = None
     if vicinal:

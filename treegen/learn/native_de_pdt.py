@@ -30,7 +30,7 @@ def source() -> str:
 
 @lru_cache(maxsize=1)
 def _library():
-    fn = KERNEL.load(KERNEL.render({})).tg_de_pdt_route
+    fn = KERNEL.load_for({}).tg_de_pdt_route
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p,
                    ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p]

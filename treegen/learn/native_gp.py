@@ -26,7 +26,7 @@ _ERRORS = {1: "sizes out of range", 2: "out of memory", 3: "not initialised"}
 
 
 def _library():
-    lib = KERNEL.load(KERNEL.render({}))
+    lib = KERNEL.load_for({})
     P = ctypes.c_void_p
     lib.tg_gp_init.argtypes = [P, P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, P, P, P, ctypes.c_uint64,
                                ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32]
