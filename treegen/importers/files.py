@@ -7,6 +7,7 @@ JSON with ``learner``  XGBoost JSON model (``Booster.save_model("m.json")``)    
 UBJSON ``{`` + marker  XGBoost UBJSON model (``.ubj``; read with xgboost)               :func:`from_xgboost`
 JSON ``features_info``  CatBoost JSON model (``save_model("m.json", format="json")``)  :func:`from_catboost`
 ``CBM1``               CatBoost binary model (``.cbm``; converted to JSON by catboost)  :func:`from_catboost`
+int32 4, minor, patch   Treelite 4.x checkpoint (``Model.serialize``; read with treelite) :func:`from_treelite`
 ``tree`` + ``version``  LightGBM model text (``Booster.save_model("m.txt")``)           :func:`from_lightgbm`
 protobuf ``08`` ...    ONNX model with an ONNX-ML tree ensemble (skl2onnx, onnxmltools) :func:`from_onnx`
 pickle / joblib        a fitted scikit-learn / XGBoost / LightGBM estimator: only with  by its type
@@ -24,7 +25,7 @@ from treegen.core.limits import MAX_MODEL_BYTES
 
 __all__ = ["import_model", "sniff_format"]
 
-FORMATS = ("xgboost-json", "xgboost-ubj", "catboost-json", "catboost-cbm", "lightgbm", "onnx", "pickle")
+FORMATS = ("xgboost-json", "xgboost-ubj", "catboost-json", "catboost-cbm", "treelite", "lightgbm", "onnx", "pickle")
 MAX_IMPORT_BYTES = max(MAX_MODEL_BYTES, 256 << 20)
 
 
@@ -45,6 +46,9 @@ def sniff_format(head: bytes) -> str | None:
         return "pickle"
     if head[:1] == b"\x08" and len(head) > 2 and 1 <= head[1] <= 32 and head[2] in b"\x12\x1a\x22\x2a\x32\x3a\x42":
         return "onnx"      # ModelProto: ir_version (field 1, a small varint), then another length-delimited field
+    from treegen.importers.treelite_json import looks_like_treelite
+    if looks_like_treelite(head):
+        return "treelite"
     if head[:2] in (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda") or head[:3] == b"\x1f\x8b\x08":
         return "pickle"     # a compressed joblib dump
     return None
@@ -68,6 +72,9 @@ def import_model(path, *, trust_pickle: bool = False, X=None, feature_names=None
     if size > MAX_IMPORT_BYTES:
         raise TreegenError(f"{path}: {size} bytes is too large for a model file")
     fmt = sniff_format(head)
+    if fmt == "treelite":
+        from treegen.importers.treelite_json import from_treelite
+        return from_treelite(path, X=X, feature_names=feature_names)
     if fmt in ("catboost-json", "catboost-cbm"):
         from treegen.importers.catboost_json import from_catboost
         return from_catboost(path, X=X, feature_names=feature_names)
@@ -86,7 +93,7 @@ def import_model(path, *, trust_pickle: bool = False, X=None, feature_names=None
                                "--trust-pickle (Python: trust_pickle=True) only for a file you trust")
         return _from_estimator(_unpickle(path), X, feature_names)
     raise TreegenError(f"{path}: not a model file treegen can import (XGBoost JSON/UBJSON, CatBoost .cbm/JSON, "
-                       "LightGBM model text, ONNX, or with --trust-pickle a pickled scikit-learn/XGBoost/LightGBM estimator)")
+                       "Treelite checkpoint, LightGBM model text, ONNX, or with --trust-pickle a pickled scikit-learn/XGBoost/LightGBM estimator)")
 
 
 def _unpickle(path: Path):
