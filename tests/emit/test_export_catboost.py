@@ -24,6 +24,7 @@ def test_gcc_present():
     assert shutil.which("gcc") is not None, "the host C check needs gcc"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nan", [False, True], ids=["no-nan", "nan"])
 @pytest.mark.parametrize("name,loss", CASES, ids=[c[0] for c in CASES])
 def test_catboost_f32_c_bit_equal_on_the_host(name, loss, nan, tmp_path):

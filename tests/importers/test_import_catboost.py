@@ -42,6 +42,7 @@ def check_model(model, est, ens, Z):
         assert np.array_equal(labels.astype(str), class_of(est, ens, Z).astype(str))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nan", [False, True], ids=["no-nan", "nan"])
 @pytest.mark.parametrize("name,loss", CASES, ids=[c[0] for c in CASES])
 def test_catboost_bit_equal(name, loss, nan, tmp_path):

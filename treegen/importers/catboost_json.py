@@ -235,10 +235,9 @@ def _oblivious_tree(t, where: str, dim: int, n_features: int, nan_bit: np.ndarra
                   "one-hot and CTR splits need the categorical features)")
         feat[i] = _int(s.get("float_feature_index"), f"{sw}.float_feature_index", 0, n_features - 1)
         b = _float(s.get("border"), f"{sw}.border")
-        b32 = np.float32(b)
-        if not np.isfinite(b32):
+        if abs(b) > float(np.finfo(np.float32).max):
             _fail(f"{sw}.border", f"{b!r} is outside the float32 range")
-        border[i] = float(b32)
+        border[i] = float(np.float32(b))
     # complete binary tree, breadth first: node j (0-based) at depth i tests level i; its left child
     # (x <= border, bit 0) is 2j+1, its right child (bit 1) 2j+2; leaf bits: level i -> bit i
     n_inner = n_leaves - 1

@@ -161,10 +161,9 @@ def _parse_tree(t, where: str, n_features: int, n_values: int, f32_thr: bool, f3
         feat[i] = _int(nd.get("split_feature_id"), f"{w}.split_feature_id", 0, n_features - 1)
         t_ = _float(nd.get("threshold"), f"{w}.threshold")
         if f32_thr:
-            t32 = np.float32(t_)
-            if not np.isfinite(t32):
+            if abs(t_) > float(np.finfo(np.float32).max):
                 _fail(f"{w}.threshold", f"{t_!r} is outside the float32 range")
-            t_ = float(t32)
+            t_ = float(np.float32(t_))
         thr[i] = t_
         lc = _int(nd.get("left_child"), f"{w}.left_child", 1, n - 1)
         rc = _int(nd.get("right_child"), f"{w}.right_child", 1, n - 1)
