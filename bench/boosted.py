@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO / "bench" / "qemu"))
 sys.path.insert(0, str(REPO / "bench"))
 import harness  # noqa: E402
 from boost_band import band_check  # noqa: E402
+from peer_measure import measure  # noqa: E402
 from peers import c_literal, peer_c, tool_version  # noqa: E402
 
 CLS_SETS = ("breast_cancer", "wine", "iris", "digits", "wide", "pid")
@@ -237,6 +238,9 @@ def importer(est):
         return from_xgboost, parse_xgboost
     if mod == "lightgbm":
         return from_lightgbm, parse_lightgbm
+    if mod == "catboost":
+        from treegen.importers.catboost_json import from_catboost, parse_catboost
+        return from_catboost, parse_catboost
     return from_sklearn, parse_sklearn_values
 
 
@@ -264,7 +268,7 @@ def row_sets(ens, X_train, X_test, n_random: int, ulps: int = 64) -> dict:
     from treegen.importers.ensemble import le_threshold
     from treegen.emit.lower_f32 import f32_of_ordinals, f32_ordinals
     blocks = []
-    pts = [(f, t) for f, t in ens.split_points() if abs(t) < F32_MAX]
+    pts = list(dict.fromkeys((f, t) for f, t in ens.split_points() if abs(t) < F32_MAX))   # each test once
     base = X_test[rng.integers(0, X_test.shape[0], size=len(pts))]
     offs = np.arange(-ulps, ulps + 1, dtype=np.int64)
     for (f, t), b in zip(pts, base):
@@ -458,13 +462,66 @@ def _mm_xgb(est, name: str, n_features: int, out: Path):
     return [out / "mm_model.cpp"], config, ["-fno-exceptions", "-fno-rtti", "-w"]
 
 
+def _tl2cgen(est, name: str, n_features: int, out: Path, n_classes: int):
+    """TL2cgen 1.0 C of the Treelite model of ``est`` (XGBoost / LightGBM), behind the bench interface:
+    ``predict(data, pred_margin=1, result)`` (no postprocessor: no expf), class = margin > 0 (binary) or
+    the first largest margin; NaN -> ``missing = -1`` as TL2cgen's ``Entry`` expects."""
+    import tl2cgen
+    import treelite
+
+    tm = (treelite.frontend.from_xgboost(est.get_booster()) if hasattr(est, "get_booster")
+          else treelite.frontend.from_lightgbm(est.booster_))
+    tl2cgen.generate_c_code(tm, dirpath=str(out), params={"parallel_comp": 0})
+    if n_classes == 2:
+        decide = "    return r[0] > 0.0f ? 1 : 0;\n"
+    else:
+        decide = ("    int best = 0;\n"
+                  f"    for (int k = 1; k < {n_classes}; k++)\n        if (r[k] > r[best])\n            best = k;\n"
+                  "    return best;\n")
+    (out / "tl_wrap.c").write_text(
+        '#include "header.h"\n'
+        "int tl_predict(const float *x)\n{\n"
+        f"    union Entry e[{n_features}];\n    float r[MAX_N_CLASS > 0 ? MAX_N_CLASS : 1] = {{0}};\n"
+        f"    for (int i = 0; i < {n_features}; i++) {{\n"
+        "        if (x[i] != x[i]) e[i].missing = -1; else e[i].fvalue = x[i];\n    }\n"
+        "    predict(e, 1, r);\n" + decide + "}\n")
+    sources = sorted(p for p in out.glob("*.c") if p.name != "tl_wrap.c") + [out / "tl_wrap.c"]
+    config = (f"#define TG_INPUT_T float\n#define TG_N_FEATURES {n_features}\n"
+              "int tl_predict(const float *x);\n#define TG_PREDICT(x) tl_predict(x)\n")
+    return sources, config, ["-w"]
+
+
+def _catboost_cpp(est, name: str, n_features: int, out: Path, n_classes: int):
+    """CatBoost's own C++ (``save_model(format="cpp")``: std::vector, std::string) behind the bench
+    interface: class = raw > 0 (binary) or the first largest raw value."""
+    est.save_model(str(out / "cb_model.cpp"), format="cpp")
+    code = (out / "cb_model.cpp").read_text()
+    if n_classes == 2:
+        decide = "    return ApplyCatboostModel(f) > 0.0 ? 1 : 0;\n"
+    else:
+        decide = ("    std::vector<double> r = ApplyCatboostModelMulti(f);\n    int best = 0;\n"
+                  "    for (int k = 1; k < (int)r.size(); k++)\n        if (r[k] > r[best])\n            best = k;\n"
+                  "    return best;\n")
+    (out / "cb_model.cpp").write_text(
+        code + "\n/* bench wrapper */\n"
+        'extern "C" int cb_predict(const float *x)\n{\n'
+        f"    std::vector<float> f(x, x + {n_features});\n" + decide + "}\n")
+    config = (f"#define TG_INPUT_T float\n#define TG_N_FEATURES {n_features}\n"
+              "int cb_predict(const float *x);\n#define TG_PREDICT(x) cb_predict(x)\n")
+    return [out / "cb_model.cpp"], config, ["-fno-exceptions", "-fno-rtti", "-w", "-lstdc++"]
+
+
+PEER_KIND = {"treegen-table-f32": "float", "m2cgen-double": "double", "micromlgen-float": "float",
+             "tl2cgen-float": "float", "catboost-cpp-double": "float"}
+
+
 def run_peers(args) -> int:
+    import catboost
     import lightgbm as lgb
     import sklearn
     import xgboost as xgb
     from sklearn.model_selection import train_test_split
 
-    import import_exactness as ie
     import treegen
 
     work_ctx = tempfile.TemporaryDirectory(prefix="tg-boost-peers-") if args.keep is None else None
@@ -477,13 +534,20 @@ def run_peers(args) -> int:
     cases = [
         ("breast_cancer", "XGBClassifier", lambda: xgb.XGBClassifier(n_estimators=args.trees, max_depth=4,
                                                                      base_score=0.5, n_jobs=1, random_state=0),
-         ["treegen-table-f32", "m2cgen-double"]),
+         ["treegen-table-f32", "m2cgen-double", "tl2cgen-float"]),
         ("breast_cancer", "LGBMClassifier", lambda: lgb.LGBMClassifier(n_estimators=args.trees, num_leaves=15,
                                                                        n_jobs=1, verbose=-1, random_state=0),
-         ["treegen-table-f32", "m2cgen-double"]),
+         ["treegen-table-f32", "m2cgen-double", "tl2cgen-float"]),
         ("wine", "XGBClassifier-multiclass", lambda: xgb.XGBClassifier(n_estimators=args.trees, max_depth=4,
                                                                        base_score=0.5, n_jobs=1, random_state=0),
-         ["treegen-table-f32", "m2cgen-double", "micromlgen-float"]),
+         ["treegen-table-f32", "m2cgen-double", "micromlgen-float", "tl2cgen-float"]),
+        ("breast_cancer", "CatBoostClassifier", lambda: catboost.CatBoostClassifier(
+            iterations=args.trees, depth=4, random_seed=0, thread_count=1, verbose=0, allow_writing_files=False),
+         ["treegen-table-f32", "m2cgen-double", "catboost-cpp-double"]),
+        ("wine", "CatBoostClassifier-multiclass", lambda: catboost.CatBoostClassifier(
+            iterations=args.trees, depth=4, random_seed=0, thread_count=1, verbose=0, allow_writing_files=False,
+            loss_function="MultiClass"),
+         ["treegen-table-f32", "m2cgen-double", "catboost-cpp-double"]),
     ]
     for ds, fam, make, impls in cases:
         X, y = load(ds)
@@ -492,13 +556,13 @@ def run_peers(args) -> int:
         imp, parse = importer(est)
         model = imp(est, X=X_tr)
         rs = row_sets(parse(est), X_tr, X_te, args.random_rows, ulps=1)
-        expect = {k: np.searchsorted(est.classes_, est.predict(v)) for k, v in rs.items()}
+        expect = {k: np.searchsorted(est.classes_, np.asarray(est.predict(v)).reshape(-1)) for k, v in rs.items()}
         key = f"{ds}/{fam}/{args.trees}"
         report["models"][key] = {"trees": len(model.trees), "rows": {k: int(len(v)) for k, v in rs.items()}}
         for impl in impls:
             d = work / key.replace("/", "_") / impl
             d.mkdir(parents=True, exist_ok=True)
-            kind = {"treegen-table-f32": "float", "m2cgen-double": "double", "micromlgen-float": "float"}[impl]
+            kind = PEER_KIND[impl]
 
             def generate(impl_, est_, model_, name, n_features, out, _impl=impl):
                 if _impl.startswith("treegen"):
@@ -510,10 +574,13 @@ def run_peers(args) -> int:
                     return [out / f"{name}.c"], config, []
                 if _impl == "micromlgen-float":
                     return _mm_xgb(est_, name, n_features, out)
+                if _impl == "tl2cgen-float":
+                    return _tl2cgen(est_, name, n_features, out, len(est_.classes_))
+                if _impl == "catboost-cpp-double":
+                    return _catboost_cpp(est_, name, n_features, out, len(est_.classes_))
                 return peer_c(_impl, est_, name, n_features, out)
-            ie.generate = generate
             try:
-                r = ie.measure(impl, kind, est, model, "bm", rs, expect, d.parent)
+                r = measure(impl, kind, est, model, "bm", rs, expect, d.parent, generate)
             except Exception as exc:   # a peer that cannot build or run this model: recorded, not hidden
                 r = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}
             report["models"][key][impl] = r
@@ -550,7 +617,7 @@ def render_peers(report: dict) -> str:
 def _versions(sklearn) -> dict:
     from importlib.metadata import version
     out = {"python": platform.python_version(), "scikit-learn": sklearn.__version__}
-    for pkg in ("xgboost", "lightgbm", "m2cgen", "micromlgen"):
+    for pkg in ("xgboost", "lightgbm", "catboost", "treelite", "tl2cgen", "m2cgen", "micromlgen"):
         try:
             out[pkg] = version(pkg)
         except Exception:   # noqa: BLE001 - not installed, or under another distribution name (xgboost-cpu)
