@@ -472,8 +472,14 @@ def _tl2cgen(est, name: str, n_features: int, out: Path, n_classes: int):
     tm = (treelite.frontend.from_xgboost(est.get_booster()) if hasattr(est, "get_booster")
           else treelite.frontend.from_lightgbm(est.booster_))
     tl2cgen.generate_c_code(tm, dirpath=str(out), params={"parallel_comp": 0})
+    import re
+    header = (out / "header.h").read_text()
+    m = re.search(r"void predict\(union Entry\* data, int pred_margin, (\w+)\* result\)", header)
+    if m is None:
+        raise RuntimeError("TL2cgen's header.h has no predict(union Entry*, int, T*) declaration")
+    result_t = m.group(1)          # float or double: the model's leaf output type
     if n_classes == 2:
-        decide = "    return r[0] > 0.0f ? 1 : 0;\n"
+        decide = "    return r[0] > 0 ? 1 : 0;\n"
     else:
         decide = ("    int best = 0;\n"
                   f"    for (int k = 1; k < {n_classes}; k++)\n        if (r[k] > r[best])\n            best = k;\n"
@@ -481,7 +487,7 @@ def _tl2cgen(est, name: str, n_features: int, out: Path, n_classes: int):
     (out / "tl_wrap.c").write_text(
         '#include "header.h"\n'
         "int tl_predict(const float *x)\n{\n"
-        f"    union Entry e[{n_features}];\n    float r[MAX_N_CLASS > 0 ? MAX_N_CLASS : 1] = {{0}};\n"
+        f"    union Entry e[{n_features}];\n    {result_t} r[MAX_N_CLASS > 0 ? MAX_N_CLASS : 1] = {{0}};\n"
         f"    for (int i = 0; i < {n_features}; i++) {{\n"
         "        if (x[i] != x[i]) e[i].missing = -1; else e[i].fvalue = x[i];\n    }\n"
         "    predict(e, 1, r);\n" + decide + "}\n")
@@ -502,9 +508,18 @@ def _catboost_cpp(est, name: str, n_features: int, out: Path, n_classes: int):
         decide = ("    std::vector<double> r = ApplyCatboostModelMulti(f);\n    int best = 0;\n"
                   "    for (int k = 1; k < (int)r.size(); k++)\n        if (r[k] > r[best])\n            best = k;\n"
                   "    return best;\n")
+    # bare metal (the bench's startup runs no C++ constructors, -nostartfiles has no __dso_handle): the model's
+    # static std::vector tables are constructed by running .init_array once, on the first call
+    glue = ("#if defined(__arm__)\n"
+            'extern "C" {\nvoid *__dso_handle = 0;\n'
+            "extern void (*__init_array_start[])(void);\nextern void (*__init_array_end[])(void);\n}\n"
+            "static int cb_ready;\n#endif\n")
     (out / "cb_model.cpp").write_text(
-        code + "\n/* bench wrapper */\n"
+        code + "\n/* bench wrapper */\n" + glue +
         'extern "C" int cb_predict(const float *x)\n{\n'
+        "#if defined(__arm__)\n    if (!cb_ready) {\n"
+        "        for (void (**c)(void) = __init_array_start; c < __init_array_end; c++)\n            (*c)();\n"
+        "        cb_ready = 1;\n    }\n#endif\n"
         f"    std::vector<float> f(x, x + {n_features});\n" + decide + "}\n")
     config = (f"#define TG_INPUT_T float\n#define TG_N_FEATURES {n_features}\n"
               "int cb_predict(const float *x);\n#define TG_PREDICT(x) cb_predict(x)\n")
