@@ -608,7 +608,7 @@ def run_peers(args) -> int:
 
 
 def render_peers(report: dict) -> str:
-    lines = ["# Boosted classifiers on Cortex-M4: treegen f32 vs m2cgen and micromlgen", "",
+    lines = ["# Boosted classifiers on Cortex-M4: treegen f32 vs m2cgen, micromlgen, TL2cgen and CatBoost's C++", "",
              f"`{report['command']}` ({report['seconds']} s). Board `{report['board']}`, `{report['cflags']}`. "
              "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".", "",
              "Flash: bytes the model adds to a linked image (library helpers such as soft-double included). "

@@ -29,9 +29,11 @@ def command_of(p: Path):
     if side.exists() and side != p:
         return side.read_text().strip().splitlines()[0]
     if p.suffix in (".md", ".txt", ".log"):
-        m = re.search(r"(python3? (?:-m treegen|bench/\S+)[^`\n]*|treegen \w+[^`\n]*)", p.read_text(errors="replace")[:6000])
-        if m:
-            return m.group(1).strip()
+        text = p.read_text(errors="replace")[:6000]
+        for pattern in (r"(python3? (?:-m treegen|bench/\S+)[^`\n]*)", r"`(treegen \w+[^`\n]*)`", r"(treegen \w+ [^`\n]*)"):
+            m = re.search(pattern, text)
+            if m:
+                return m.group(1).strip()
     if p.suffix == ".jsonl":
         return "(rows of the run named in " + f"{stem}.command.txt" + ")" if side.exists() else None
     return None
