@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc g++ gcc-avr avr-libc gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc simavr libsimavr-dev ser2net"   # g++: tests/emit/test_export_compile.py; avr, riscv, qemu-system-misc (riscv32): tests/emit/test_export_cross.py; simavr libsimavr-dev: simavr-uno (templates/simavr/); ser2net: the labgrid exporters of tests/device/test_farm.py (RFC 2217)
+APT_PACKAGES="gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm gcc g++ gcc-avr avr-libc gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc simavr libsimavr-dev ser2net"   # g++: tests/emit/test_export_compile.py; avr, riscv, qemu-system-misc (riscv32): tests/emit/test_export_cross.py; simavr libsimavr-dev: simavr-uno (templates/simavr/); ser2net: the labgrid exporters of tests/device/test_farm.py (RFC 2217); libstdc++-arm-none-eabi-newlib: CatBoost's C++ export in bench/boosted.py peers
 missing=""
 for p in $APT_PACKAGES; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -17,7 +17,7 @@ def check_rows(ens, X, n_random=1000, nan=True, seed=1, inf=False):
     rng = np.random.default_rng(seed)
     filled = np.where(np.isnan(X), 0.0, X)
     out = [rng.uniform(np.nanmin(X, 0), np.nanmax(X, 0), (n_random, X.shape[1])), filled]
-    pts = [(f, t) for f, t in ens.split_points() if abs(t) < F32_MAX]
+    pts = list(dict.fromkeys((f, t) for f, t in ens.split_points() if abs(t) < F32_MAX))   # each test once
     base = filled[rng.integers(0, len(X), len(pts))]
     for k in (-64, -1, 0, 1, 64):
         B = base.copy()

@@ -145,3 +145,36 @@ def test_imports_only_go_down(lay):
             elif layer(dep) not in ALLOWED[lay]:
                 bad.append(f"{mod} ({lay}) imports {dep} ({layer(dep)})")
     assert not bad, "\n".join(bad)
+
+
+def _bench_imports(path: Path, siblings: set[str]) -> set[str]:
+    """The bench scripts a bench script imports (top level or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return (found & siblings) - {path.stem}
+
+
+def test_no_import_circle_in_bench():
+    """bench/boosted.py and bench/import_exactness.py imported each other (issue #36): none may."""
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    scripts = {p.stem: p for p in bench.glob("*.py")} | {p.stem: p for p in (bench / "qemu").glob("*.py")}
+    graph = {name: _bench_imports(p, set(scripts)) for name, p in scripts.items()}
+    done, stack = set(), []
+
+    def visit(n):
+        if n in stack:
+            raise AssertionError("bench import circle: " + " -> ".join(stack[stack.index(n):] + [n]))
+        if n in done:
+            return
+        stack.append(n)
+        for m in sorted(graph[n]):
+            visit(m)
+        stack.pop()
+        done.add(n)
+
+    for name in sorted(graph):
+        visit(name)

@@ -86,9 +86,10 @@ def require_tools() -> None:
 
 
 def build(sources, out_elf: Path, *, cpu_flags=None, opt: str = "-Os", include_dirs=(), defines=(),
-          extra_cflags=(), map_file: bool = True, board: Board = M4) -> Path:
+          extra_cflags=(), map_file: bool = True, board: Board = M4, libs=()) -> Path:
     """Compile and link ``sources`` + the harness into ``out_elf`` (``--gc-sections``) for ``board``
-    (default: mps2-an386, Cortex-M4); ``cpu_flags`` overrides the board's."""
+    (default: mps2-an386, Cortex-M4); ``cpu_flags`` overrides the board's; ``libs`` (``-lstdc++``)
+    come after the objects."""
     require_tools()
     out_elf = Path(out_elf)
     out_elf.parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +99,7 @@ def build(sources, out_elf: Path, *, cpu_flags=None, opt: str = "-Os", include_d
     cmd += [f"-I{d}" for d in include_dirs]
     cmd += [f"-D{d}" for d in defines]
     cmd += [str(s) for s in (*HARNESS_SOURCES, *sources)]
-    cmd += ["-T", str(LINKER_SCRIPT), *LINK_FLAGS, "-o", str(out_elf)]
+    cmd += ["-T", str(LINKER_SCRIPT), *LINK_FLAGS, *libs, "-o", str(out_elf)]
     if map_file:
         cmd.append(f"-Wl,-Map={out_elf.with_suffix('.map')}")
     proc = subprocess.run(cmd, capture_output=True, text=True)

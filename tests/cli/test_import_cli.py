@@ -75,3 +75,31 @@ def test_bad_files(files, capsys, tmp_path):
     (tmp_path / "p.pkl").write_bytes(b"\x80\x04garbage")
     assert_user_error(capsys, ["import", tmp_path / "p.pkl", "--trust-pickle", "-o", tmp_path / "m.json"],
                       "cannot unpickle")
+
+
+def test_import_catboost_and_treelite_files(files, capsys, tmp_path):
+    """CatBoost .cbm / JSON and a Treelite checkpoint through `treegen import` (issue #36); bad ones:
+    one line, exit 2."""
+    cb = pytest.importorskip("catboost")
+    treelite = pytest.importorskip("treelite")
+    d, X, y, xc, _, _ = files
+    est = cb.CatBoostClassifier(iterations=5, depth=3, verbose=0, thread_count=1, random_seed=0,
+                                allow_writing_files=False).fit(X, y)
+    est.save_model(str(tmp_path / "c.cbm"))
+    est.save_model(str(tmp_path / "c.json"), format="json")
+    treelite.frontend.from_xgboost(xc.get_booster()).serialize(str(tmp_path / "x.tl"))
+    for src, ref, what in (("c.cbm", est, "imported CatBoost"), ("c.json", est, "imported CatBoost"),
+                           ("x.tl", xc, "imported Treelite checkpoint")):
+        code, out, err = run_cli(capsys, ["import", tmp_path / src, "-o", tmp_path / f"{src}.model.json"])
+        assert code == 0, err
+        assert what in out and "2 classes, vote sum" in out
+        assert np.array_equal(load(tmp_path / f"{src}.model.json").predict(X), np.asarray(ref.predict(X)).ravel())
+    (tmp_path / "bad.cbm").write_bytes(b"CBM1" + b"\x01" * 64)
+    assert_user_error(capsys, ["import", tmp_path / "bad.cbm", "-o", tmp_path / "m.json"],
+                      "is not a readable CatBoost model")
+    (tmp_path / "bad.json").write_text('{"features_info": {"float_features": []}, "oblivious_trees": []}')
+    assert_user_error(capsys, ["import", tmp_path / "bad.json", "-o", tmp_path / "m.json"],
+                      "features_info.float_features: the model has no float features")
+    (tmp_path / "bad.tl").write_bytes(b"\x04\x00\x00\x00\x08\x00\x00\x00\x01\x00\x00\x00" + b"\x00" * 16)
+    assert_user_error(capsys, ["import", tmp_path / "bad.tl", "-o", tmp_path / "m.json"],
+                      "is not a readable Treelite checkpoint")

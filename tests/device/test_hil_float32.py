@@ -69,3 +69,19 @@ def test_qemu_m4_float32_export_of_a_boosted_classifier_and_regressor(models, tm
         model, X, y = models[key]
         rep = hil.run_hil(model, "qemu-m4", data=(X, y), build_dir=tmp_path / key, bench_iters=0, float_ulps=8)
         assert rep["ok"] is True and rep["float32"]["mismatches"] == 0 and rep["float32"]["thresholds"] > 0
+
+
+@pytest.mark.hil
+def test_qemu_m4_float32_export_of_catboost_models(tmp_path):
+    """CatBoost (issue #36): binary with NaN, multiclass, regression; double sums, scale and bias."""
+    pytest.importorskip("catboost")
+    from catboost_models import fit
+    from treegen.importers.catboost_json import from_catboost
+
+    for name, loss, nan in (("bc", "Logloss", True), ("iris", "MultiClass", False), ("diab", "RMSE", True)):
+        est, X = fit(name, loss, nan, iterations=10, depth=3)
+        rows = X[::8]
+        model = from_catboost(est, X=X)
+        rep = hil.run_hil(model, "qemu-m4", data=(rows, model.predict(rows)), build_dir=tmp_path / name,
+                          bench_iters=0, float_ulps=8)
+        assert rep["ok"] is True and rep["float32"]["mismatches"] == 0 and rep["float32"]["thresholds"] > 0

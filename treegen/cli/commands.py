@@ -14,7 +14,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("models", "print a model's tree"),
     "compare": ("compare", "compare algorithms/settings over datasets (Dask), with statistics"),
     "tune": ("tune", "search the most accurate model that fits a target's flash/RAM/time budget"),
-    "import": ("imports", "import an XGBoost, LightGBM, ONNX or (with --trust-pickle) scikit-learn model"),
+    "import": ("imports", "import an XGBoost, CatBoost, Treelite, LightGBM, ONNX or (with --trust-pickle) "
+                          "scikit-learn model"),
     "export": ("export", "generate fixed-point (Q15) or float32 C for a target"),
     "targets": ("targets", "list the targets code can be exported for"),
     "build": ("firmware", "write a PlatformIO project (model + firmware harness) and build it"),

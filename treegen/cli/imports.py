@@ -1,6 +1,7 @@
 """``treegen import FILE -o MODEL.json``: a model of another library -> a treegen model file.
 
-    treegen import model.json -o m.json               (XGBoost JSON / UBJSON, LightGBM model text, ONNX)
+    treegen import model.json -o m.json               (XGBoost JSON / UBJSON, CatBoost .cbm / JSON, Treelite
+                                                       checkpoint, LightGBM model text, ONNX)
     treegen import clf.joblib --trust-pickle -o m.json  (a pickled scikit-learn / XGBoost / LightGBM estimator)
     treegen import model.txt --data train.csv -o m.json (the data fit the input scaling of the q15 export)
 """
@@ -16,7 +17,8 @@ def register(sub) -> None:
     """Add import to the subcommands ``sub``."""
     p = add_command(sub, "import")
     input_(p.add_argument("source", metavar="FILE",
-                          help="XGBoost JSON/UBJSON model, LightGBM model text, ONNX model, or a pickle/joblib estimator"),
+                          help="XGBoost JSON/UBJSON model, CatBoost .cbm/JSON model, Treelite checkpoint, LightGBM model "
+                               "text, ONNX model, or a pickle/joblib estimator"),
            "foreign-model")
     output(p.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write"),
            "model file")

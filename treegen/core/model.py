@@ -30,11 +30,15 @@ in tree order, starting from 0.0, divided by the number of trees (scikit-learn's
     {"base_score": [b_0, ...],      # one per output
      "tree_output": [k_0, ...],     # one per tree: the output the tree adds to
      "link": "identity" | "logistic" | "softmax",
-     "sum_dtype": "float32" | "float64"}
+     "sum_dtype": "float32" | "float64",
+     "scale": s, "bias": [c_0, ...]}   # optional: raw[k] = scale * sum[k] + bias[k] after the trees
 
 ``raw[k] = base_score[k] + the leaf values of the trees with tree_output k``, accumulated in
 ``sum_dtype``: the accumulator starts at ``sum_dtype(base_score[k])`` and each tree's leaf value,
-rounded to ``sum_dtype``, is added in tree order (one rounding per addition). Classification with one
+rounded to ``sum_dtype``, is added in tree order (one rounding per addition); then, when present,
+``raw[k] = sum_dtype(scale) * raw[k]`` (skipped when ``scale`` is 1: exact anyway) and
+``raw[k] = raw[k] + sum_dtype(bias[k])``, one rounding each (CatBoost's ``scale_and_bias``, which it
+applies after the trees). Classification with one
 output (binary): class 1 iff ``raw[0] RULE VALUE`` with the optional
 ``"decision_threshold": {"value": VALUE, "rule": ">" | ">="}`` (the source library's own rule, e.g.
 XGBoost's float32 sigmoid: ``raw > 0x1.8p-24``; a value of the sum precision), absent: ``raw[0] > 0``;
@@ -225,6 +229,11 @@ class Model:
         acc[:] = np.asarray(self.boost["base_score"], dtype=np.float64).astype(dtype)
         for tree, leaf, k in zip(self.trees, leaves, self.boost["tree_output"]):
             acc[:, k] += tree.leaf_value[leaf].astype(dtype)
+        scale = float(self.boost.get("scale", 1.0))
+        if scale != 1.0:
+            acc = acc * dtype(scale)
+        if "bias" in self.boost:
+            acc = acc + np.asarray(self.boost["bias"], dtype=np.float64).astype(dtype)
         return acc.astype(np.float64)
 
     def _mean_value(self, leaves: list) -> np.ndarray:
@@ -383,6 +392,10 @@ def _plain_boost(boost: dict) -> dict:
     try:
         if "base_score" in out:
             out["base_score"] = [float(v) for v in out["base_score"]]
+        if "bias" in out:
+            out["bias"] = [float(v) for v in out["bias"]]
+        if isinstance(out.get("scale"), (int, float, np.integer, np.floating)) and not isinstance(out["scale"], bool):
+            out["scale"] = float(out["scale"])
         if isinstance(out.get("decision_threshold"), dict):
             dt = dict(out["decision_threshold"])
             if isinstance(dt.get("value"), (int, float, np.integer, np.floating)) and not isinstance(dt["value"], bool):

@@ -33,7 +33,8 @@ VALUE_VOTES = ("mean", "sum")                      # votes over value trees (lea
 CONTRACTS = ("float32", "integer", "q15")          # optional model field "input_contract" (null: derived)
 TASKS = ("classification", "regression")           # optional model field "task" (default classification)
 BOOST_FIELDS = ("base_score", "tree_output", "link", "sum_dtype")
-BOOST_OPTIONAL = ("decision_threshold",)           # boost.decision_threshold (one output; absent: raw > 0)
+BOOST_OPTIONAL = ("decision_threshold", "scale", "bias")   # decision_threshold (one output; absent: raw > 0);
+#                                                  scale / bias: raw = scale * sum + bias after the trees
 DECISION_FIELDS = ("value", "rule")
 DECISION_RULES = (">", ">=")                       # boost.decision_threshold.rule
 FLT_MAX = 3.4028234663852886e38
@@ -273,6 +274,12 @@ def check_boost(boost, n_trees: int, task: str, n_classes: int, field: str = "bo
         _fail(f"{field}.link", "softmax needs two or more outputs")
     if boost["sum_dtype"] not in SUM_DTYPES:
         _fail(f"{field}.sum_dtype", f"must be one of {', '.join(SUM_DTYPES)}, got {boost['sum_dtype']!r}")
+    if "scale" in boost:
+        _number(boost["scale"], f"{field}.scale", "scale")
+    if "bias" in boost:
+        bias = _list(boost["bias"], f"{field}.bias", n_out, n_out)
+        for k in range(n_out):
+            _number(bias[k], f"{field}.bias[{k}]", "bias")
     if "decision_threshold" in boost:
         check_decision_threshold(boost["decision_threshold"], boost["sum_dtype"], task, n_out,
                                  f"{field}.decision_threshold")

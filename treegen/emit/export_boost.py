@@ -52,6 +52,8 @@ def boost_context(model, tb, *, name: str, target_name: str) -> dict:
         "root_rows": _rows([f"{int(v)}{suffix}" for v in tb.roots]),
         "out_rows": _rows([f"{int(v)}{suffix}" for v in tb.outputs]),
         "base": [c_float(float(v), not f32_sum) for v in tb.base],
+        "scale_c": None if tb.scale == 1.0 else c_float(tb.scale, not f32_sum),
+        "bias": [] if tb.bias is None else [c_float(float(v), not f32_sum) for v in tb.bias],
         "decision_op": tb.decision_rule, "decision_c": c_float(tb.decision_value, not f32_sum),
         "decision_text": f"{tb.decision_value!r}", "tie_gap": _tie_gap(model),
     }

@@ -15,7 +15,11 @@ What the C computes, for every float32 input (``x`` NaN allowed when the model r
 a node sends ``x`` left iff ``x <= t32`` (``missing_left`` = 0: NaN right) or ``!(x > t32)``
 (``missing_left`` = 1: NaN left); ``raw[k] = base[k]``, then ``raw[out[t]] += leaf value`` tree by tree
 in the model's sum precision (``float`` or ``double``, IEEE-754 binary32 / binary64, round to nearest;
-no contraction: additions only). That is :meth:`treegen.core.model.Model.decision_function` bit for bit,
+no contraction: additions only); then, for a model with ``boost.scale`` / ``boost.bias`` (CatBoost),
+``raw[k] = raw[k] * scale`` (only when scale is not 1) and ``raw[k] = raw[k] + bias[k]``, one rounding
+each (a scale other than 1 with a bias is a multiply-add a compiler may contract with
+``-ffp-contract=fast`` on an FPU with FMA: the export keeps them two statements; C99 mode keeps
+contraction off in GCC). That is :meth:`treegen.core.model.Model.decision_function` bit for bit,
 hence the source library's raw score (margin / decision function / regression output). The class is
 ``raw[0] > v`` or ``raw[0] >= v`` (one output: the model's ``boost.decision_threshold``, ``v`` a constant
 of the sum precision, so the comparison is the library's own, bit for bit) or the first largest ``raw[k]``;
@@ -57,6 +61,8 @@ class BoostTables:
     routes_missing: bool
     decision_value: float = 0.0     # one output: class 1 iff raw[0] decision_rule decision_value
     decision_rule: str = ">"
+    scale: float = 1.0              # after the trees: raw = scale * raw (skipped when 1) + bias
+    bias: np.ndarray | None = None  # float64 (n_outputs,) in the sum precision, or None
 
     @property
     def n_nodes(self) -> int:
@@ -108,11 +114,15 @@ def lower_boost(model) -> BoostTables:
     right_bits = 16 if right_arr.max(initial=0) <= 0xFFFF else 32
     dt = np.float32 if f32_sum else np.float64
     base = np.asarray(model.boost["base_score"], dtype=np.float64).astype(dt).astype(np.float64)
+    bias = None
+    if "bias" in model.boost:
+        bias = np.asarray(model.boost["bias"], dtype=np.float64).astype(dt).astype(np.float64)
     return BoostTables(model.n_features, model.n_outputs, model.task, model.boost["sum_dtype"],
                        np.asarray(feat, dtype=np.int64), np.asarray(thr, dtype=np.float32), right_arr,
                        np.asarray(values, dtype=np.float64), np.asarray(roots, dtype=np.int64),
                        np.asarray(model.boost["tree_output"], dtype=np.int64), base, feat_bits, right_bits, leaf_code,
-                       model.handles_missing, *_decision(model))
+                       model.handles_missing, *_decision(model),
+                       scale=float(dt(model.boost.get("scale", 1.0))), bias=bias)
 
 
 def _decision(model) -> tuple[float, str]:
@@ -143,6 +153,10 @@ def predict_raw(tb: BoostTables, X) -> np.ndarray:
             live = tb.feat[node] != tb.leaf_code
         leaf = tb.thr[node].astype(dt) if tb.sum_dtype == "float32" else tb.values[tb.right[node]]
         acc[:, out] = acc[:, out] + leaf
+    if tb.scale != 1.0:
+        acc = acc * dt(tb.scale)
+    if tb.bias is not None:
+        acc = acc + tb.bias.astype(dt)
     return acc.astype(np.float64)
 
 
@@ -222,12 +236,15 @@ def lower_boost_q15(model) -> BoostQ15:
         raise TreegenError("lower_boost_q15 needs a model with vote 'sum'")
     k_out = model.n_outputs
     outs = np.asarray(model.boost["tree_output"], dtype=np.int64)
-    base = np.asarray(model.boost["base_score"], dtype=np.float64)
+    # scale and bias (CatBoost) fold into the integer model: scale * (base + sum v) + bias
+    scale = float(model.boost.get("scale", 1.0))
+    base = scale * np.asarray(model.boost["base_score"], dtype=np.float64) + \
+        np.asarray(model.boost.get("bias", [0.0] * k_out), dtype=np.float64)
     max_abs = np.abs(base).copy()
     n_k = np.zeros(k_out, dtype=np.int64)
     for tree, k in zip(model.trees, outs):
         leaves = tree.left == LEAF
-        max_abs[k] += float(np.abs(tree.leaf_value[leaves]).max())
+        max_abs[k] += abs(scale) * float(np.abs(tree.leaf_value[leaves]).max())
         n_k[k] += 1
     worst = float(max_abs.max())
     F = 62
@@ -248,13 +265,14 @@ def lower_boost_q15(model) -> BoostQ15:
                 feat.append(leaf_code)
                 thr.append(0)
                 right.append(len(values))
-                values.append(int(np.round(float(tree.leaf_value[i]) * 2.0 ** F)))
+                values.append(int(np.round(scale * float(tree.leaf_value[i]) * 2.0 ** F)))
             else:
                 feat.append(int(fidx[i]))
                 thr.append(int(np.floor(tree.threshold[i] * 32768.0)))
                 right.append(int(tree.right[i]) - i)
     u = 2.0 ** -24 if model.boost["sum_dtype"] == "float32" else 2.0 ** -53
-    sum_err = float(np.max(n_k * u * max_abs)) if k_out else 0.0
+    extra = int(scale != 1.0) + int("bias" in model.boost)   # the library's roundings after the trees
+    sum_err = float(np.max((n_k + extra) * u * max_abs)) if k_out else 0.0
     bound = float(np.max((n_k + 1) * 2.0 ** -(F + 1))) + sum_err
     right_arr = np.asarray(right, dtype=np.int64)
     return BoostQ15(np.asarray(feat, dtype=np.int64), np.clip(np.asarray(thr, dtype=np.int64), -1, 32767),

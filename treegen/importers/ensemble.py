@@ -159,7 +159,8 @@ class ImportedEnsemble:
     """A parsed value-tree ensemble, with the library's exact semantics (see the module documentation).
 
     ``vote`` "sum": raw[k] = base_score[k] + the values of the trees with ``output == k``, accumulated
-    in ``sum_dtype`` in tree order, the base first. ``vote`` "mean": the float64 sum of the trees'
+    in ``sum_dtype`` in tree order, the base first; then ``raw[k] = scale * raw[k] + bias[k]`` (one
+    rounding each, ``bias`` None: none; CatBoost's scale and bias, applied after the trees). ``vote`` "mean": the float64 sum of the trees'
     values in tree order (from 0) divided by the number of trees (scikit-learn forests).
     ``binary_rule`` / ``decision_value`` (classification with one output): class 1 iff
     ``raw binary_rule decision_value`` (``">"`` or ``">="``; the library's own rule, a value of the sum
@@ -184,6 +185,8 @@ class ImportedEnsemble:
     tie_gap: float = 0.0
     feature_names: list[str] | None = None
     metadata: dict = field(default_factory=dict)
+    scale: float = 1.0
+    bias: list[float] | None = None
 
     def __post_init__(self) -> None:
         if self.op not in ("<", "<="):
@@ -198,6 +201,10 @@ class ImportedEnsemble:
             raise TreegenError("the model has no trees")
         if len(self.base_score) != self.n_outputs:
             raise TreegenError(f"{len(self.base_score)} base scores for {self.n_outputs} outputs")
+        if self.bias is not None and len(self.bias) != self.n_outputs:
+            raise TreegenError(f"{len(self.bias)} bias values for {self.n_outputs} outputs")
+        if not np.isfinite(self.scale) or (self.bias is not None and not np.all(np.isfinite(self.bias))):
+            raise TreegenError("the model's scale or bias is not finite")
         for t in self.trees:
             if not 0 <= t.output < self.n_outputs:
                 raise TreegenError(f"a tree adds to output {t.output} of {self.n_outputs}")
@@ -232,6 +239,10 @@ class ImportedEnsemble:
         acc = np.tile(np.asarray(self.base_score, dtype=dt), (X.shape[0], 1))
         for t in self.trees:
             acc[:, t.output] = acc[:, t.output] + t.value[t.leaves(X, self.op)].astype(dt)
+        if self.scale != 1.0:
+            acc = acc * dt(self.scale)
+        if self.bias is not None:
+            acc = acc + np.asarray(self.bias, dtype=np.float64).astype(dt)
         return acc
 
     def predict_index(self, X, raw: np.ndarray | None = None) -> np.ndarray:

@@ -119,6 +119,10 @@ def ensemble_to_model(ens: ImportedEnsemble, X=None, feature_names=None, algorit
     if ens.vote == "sum":
         boost = {"base_score": [float(b) for b in ens.base_score], "tree_output": [int(t.output) for t in ens.trees],
                  "link": ens.link, "sum_dtype": ens.sum_dtype}
+        if ens.scale != 1.0:
+            boost["scale"] = float(ens.scale)
+        if ens.bias is not None:
+            boost["bias"] = [float(b) for b in ens.bias]
         if ens.task == "classification" and ens.n_outputs == 1:
             boost["decision_threshold"] = {"value": float(ens.decision_value), "rule": ens.binary_rule}
     if ens.task == "classification" and ens.n_outputs > 1:
