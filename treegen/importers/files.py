@@ -14,16 +14,14 @@ pickle / joblib        a fitted scikit-learn / XGBoost / LightGBM estimator: onl
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 from treegen.core.errors import TreegenError
-from treegen.core.limits import MAX_MODEL_BYTES
+from treegen.importers.reader import MAX_IMPORT_BYTES, read_source  # noqa: F401 (MAX_IMPORT_BYTES: kept here)
 
 __all__ = ["import_model", "sniff_format"]
 
 FORMATS = ("xgboost-json", "xgboost-ubj", "lightgbm", "onnx", "pickle")
-MAX_IMPORT_BYTES = max(MAX_MODEL_BYTES, 256 << 20)
 
 
 def sniff_format(head: bytes) -> str | None:
@@ -47,49 +45,46 @@ def sniff_format(head: bytes) -> str | None:
 def import_model(path, *, trust_pickle: bool = False, X=None, feature_names=None):
     """Read a model file of another library (see the module documentation) into a treegen ``Model``.
 
+    The file is read once into a bounded buffer (:func:`~treegen.importers.reader.read_source`: a
+    pipe or ``/dev/stdin`` works, an endless stream is cut at the bound); the format is detected on
+    those bytes and the same bytes are parsed.
+
     ``X``: data the model will see (fits the input scaling of the q15 export; optional)."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-    except FileNotFoundError:
-        raise TreegenError(f"{path}: model file not found") from None
-    except OSError as exc:
-        raise TreegenError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if path.is_dir():
-        raise TreegenError(f"{path} is a folder, not a model file")
-    if size > MAX_IMPORT_BYTES:
-        raise TreegenError(f"{path}: {size} bytes is too large for a model file")
-    fmt = sniff_format(head)
+    raw = read_source(path)
+    name = str(path)
+    fmt = sniff_format(raw[:4096])
     if fmt in ("xgboost-json", "xgboost-ubj"):
-        from treegen.importers.xgboost_json import from_xgboost
-        return from_xgboost(path, X=X, feature_names=feature_names)
+        from treegen.importers.xgboost_json import XGBoostBytes, from_xgboost
+        return from_xgboost(XGBoostBytes(raw, name), X=X, feature_names=feature_names)
     if fmt == "lightgbm":
-        from treegen.importers.lightgbm_text import from_lightgbm
-        return from_lightgbm(path, X=X, feature_names=feature_names)
+        from treegen.importers.lightgbm_text import LightGBMBytes, from_lightgbm
+        return from_lightgbm(LightGBMBytes(raw, name), X=X, feature_names=feature_names)
     if fmt == "onnx":
-        from treegen.importers.onnx_ml import from_onnx
-        return from_onnx(path, X=X, feature_names=feature_names)
+        from treegen.importers.onnx_ml import OnnxBytes, from_onnx
+        return from_onnx(OnnxBytes(raw, name), X=X, feature_names=feature_names)
     if fmt == "pickle":
         if not trust_pickle:
             raise TreegenError(f"{path} is a pickle/joblib file: loading it runs code from the file; pass "
                                "--trust-pickle (Python: trust_pickle=True) only for a file you trust")
-        return _from_estimator(_unpickle(path), X, feature_names)
+        return _from_estimator(_unpickle(raw, name), X, feature_names, name)
     raise TreegenError(f"{path}: not a model file treegen can import (XGBoost JSON/UBJSON, LightGBM model text, "
                        "ONNX, or with --trust-pickle a pickled scikit-learn/XGBoost/LightGBM estimator)")
 
 
-def _unpickle(path: Path):
+def _unpickle(raw: bytes, name: str):
+    """The object of a trusted pickle / joblib dump: whatever its code raises is one line."""
+    import io
+
+    import joblib
     try:
-        import joblib
-        return joblib.load(path)
-    except (EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError, KeyError, zlib.error,
-            __import__("pickle").UnpicklingError) as exc:
-        raise TreegenError(f"{path}: cannot unpickle ({type(exc).__name__}: {exc})") from None
+        return joblib.load(io.BytesIO(raw))
+    except Exception as exc:   # noqa: BLE001 - a trusted pickle runs arbitrary code: any exception
+        text = " ".join(str(exc).split())[:200]
+        raise TreegenError(f"{name}: cannot unpickle ({type(exc).__name__}{': ' + text if text else ''})") from None
 
 
-def _from_estimator(est, X, feature_names):
+def _from_estimator(est, X, feature_names, name: str = "the pickle"):
     module = type(est).__module__.split(".")[0]
     if module == "xgboost":
         from treegen.importers.xgboost_json import from_xgboost
@@ -99,5 +94,5 @@ def _from_estimator(est, X, feature_names):
         return from_lightgbm(est, X=X, feature_names=feature_names)
     if module == "sklearn":
         from treegen.importers.sklearn import from_sklearn
-        return from_sklearn(est, X=X, feature_names=feature_names)
-    raise TreegenError(f"the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM model")
+        return from_sklearn(est, X=X, feature_names=feature_names, source_name=name)
+    raise TreegenError(f"{name}: the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM model")
