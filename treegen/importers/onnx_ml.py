@@ -107,25 +107,26 @@ def _attributes(node, v: Fields) -> dict:
     """The node's attributes, each of its expected type; tensor forms (double thresholds) refused."""
     a = {}
     for x in node.attribute:
-        if x.name in a:
-            v.fail(x.name, "appears twice")
-        if x.name.endswith("_as_tensor"):
+        name = v.text(x.name, "attribute name", 256)
+        if name in a:
+            v.fail(name, "appears twice")
+        if name.endswith("_as_tensor"):
             raise TreegenError(f"{v.source}: ONNX tree ensembles with double (tensor) thresholds cannot be imported")
-        want = ATTRIBUTES.get(x.name)
+        want = ATTRIBUTES.get(name)
         if want is None:
-            v.fail(x.name, "unknown attribute of a tree ensemble")
+            v.fail(name, "unknown attribute of a tree ensemble")
         if x.type != want:
-            v.fail(x.name, f"must be {_TYPE_NAMES[want]} (attribute type {x.type})")
+            v.fail(name, f"must be {_TYPE_NAMES[want]} (attribute type {x.type})")
         if want == _INTS:
-            a[x.name] = v.list(list(x.ints), x.name, 0, MAX_ONNX_NODES)
+            a[name] = v.list(list(x.ints), name, 0, MAX_ONNX_NODES)
         elif want == _FLOATS:
-            a[x.name] = v.list(list(x.floats), x.name, 0, MAX_ONNX_NODES)
+            a[name] = v.list(list(x.floats), name, 0, MAX_ONNX_NODES)
         elif want == _STRINGS:
-            a[x.name] = [v.text(t, f"{x.name}[{i}]", 256) for i, t in enumerate(x.strings)]
+            a[name] = [v.text(t, f"{name}[{i}]", 256) for i, t in enumerate(x.strings)]
         elif want == _INT:
-            a[x.name] = int(x.i)
+            a[name] = int(x.i)
         else:
-            a[x.name] = v.text(x.s, x.name, 64)
+            a[name] = v.text(x.s, name, 64)
     return a
 
 

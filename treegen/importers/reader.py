@@ -7,7 +7,7 @@ and depth.
   bytes are parsed: a stream is never read twice.
 * :func:`loads_json` refuses a document nested deeper than :data:`MAX_IMPORT_DEPTH` (found by a
   linear pre-scan, before the recursive parser runs), an integer of more than 20 digits, ``NaN`` /
-  ``Infinity`` literals and text that is not UTF-8.
+  ``Infinity`` literals, a key twice in one object and text that is not UTF-8.
 * :func:`loads_ubjson` decodes the UBJSON subset XGBoost writes (objects, arrays, strongly typed arrays,
   every number marker), iteratively with the same depth bound and every length checked against the bytes
   left.
@@ -97,8 +97,17 @@ def loads_json(raw: bytes, source: str):
             raise TreegenError(f"{source}: a number of {len(s)} characters (at most 64)")
         return float(s)
 
+    def pairs(items):
+        d = dict(items)
+        if len(d) != len(items):
+            seen = set()
+            key = next(k for k, _ in items if k in seen or seen.add(k))
+            raise TreegenError(f"{source}: the key {key!r} appears twice in one object (libraries keep "
+                               "different ones)")
+        return d
+
     try:
-        return json.loads(text, parse_int=parse_int, parse_float=parse_float,
+        return json.loads(text, parse_int=parse_int, parse_float=parse_float, object_pairs_hook=pairs,
                           parse_constant=lambda name: _refuse_constant(name, source))
     except json.JSONDecodeError as exc:
         raise TreegenError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
@@ -243,10 +252,11 @@ class _Ubj:
             self.fail("bytes after the document")
         return root[0]
 
-    @staticmethod
-    def _store(top, value):
+    def _store(self, top, value):
         cont, _typ, left, key = top
         if isinstance(cont, dict):
+            if key in cont:
+                self.fail(f"the key {key[:40]!r} twice in one object (libraries keep different ones)")
             cont[key] = value
             top[3] = None
         else:

@@ -260,7 +260,7 @@ def _check_tree(t, field: str, n_features: int, v: Fields) -> dict:
     if bad.size:
         v.fail(f"{field}.right_children[{bad[0]}]", f"child index {int(right[bad[0]])} where the left child is "
                                                    f"{int(left[bad[0]])} (a node has two children or none)")
-    if np.any(split_type[internal] != 0):
+    if np.any(split_type != 0):     # XGBoost checks a categorical node's categories even at a leaf
         raise TreegenError(f"{v.source}: XGBoost categorical splits cannot be imported (treegen tests numeric "
                            "features only); retrain with numeric (e.g. one-hot) features")
     if parents[0] != ROOT_PARENT and parents[0] != -1:
