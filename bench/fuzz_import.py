@@ -35,15 +35,17 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", default=",".join(import_fuzz.FORMATS))
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "fuzz_import.md"))
     ap.add_argument("--keep", default=None, help="folder for the cases (default: a temporary folder)")
+    ap.add_argument("--commit", default=None,
+                    help="the commit under test, for a run from an exported copy (default: git rev-parse HEAD)")
     args = ap.parse_args(argv)
     formats = tuple(f for f in args.formats.split(",") if f)
     unknown = [f for f in formats if f not in import_fuzz.FORMATS]
     if unknown:
         ap.error(f"unknown formats {unknown} (choose from {', '.join(import_fuzz.FORMATS)})")
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "treegen", "tests"],
-                           capture_output=True, text=True).stdout.strip()
+    commit = args.commit or subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                                           capture_output=True, text=True).stdout.strip()
+    dirty = "" if args.commit else subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "treegen",
+                                                   "tests"], capture_output=True, text=True).stdout.strip()
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fuzz_import_"))
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
