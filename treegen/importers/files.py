@@ -94,5 +94,14 @@ def _from_estimator(est, X, feature_names, name: str = "the pickle"):
         return from_lightgbm(est, X=X, feature_names=feature_names)
     if module == "sklearn":
         from treegen.importers.sklearn import from_sklearn
-        return from_sklearn(est, X=X, feature_names=feature_names, source_name=name)
+        try:
+            return from_sklearn(est, X=X, feature_names=feature_names, source_name=name)
+        except TreegenError:
+            raise
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
+            # the object was built by the pickle's own code: its methods (get_params, predict) fail on
+            # attributes the pickle broke, which the checks of sklearn_checks do not reach
+            text = " ".join(str(exc).split())[:200]
+            raise TreegenError(f"{name}: the {type(est).__name__} in the pickle is malformed "
+                               f"({type(exc).__name__}: {text})") from None
     raise TreegenError(f"{name}: the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM model")

@@ -96,7 +96,7 @@ def _sections(text: str, v: Fields) -> tuple[dict, list[dict]]:
             if trees:
                 trees[-1]["_size"] = at - block_start
             break
-        if line.startswith("Tree="):
+        if raw_line.startswith("Tree="):      # as LightGBM finds a tree: at the start of the line
             if len(trees) >= MAX_TREES:
                 v.fail("Tree", f"more than {MAX_TREES} trees, the most treegen imports")
             if trees:
@@ -119,6 +119,12 @@ def _sections(text: str, v: Fields) -> tuple[dict, list[dict]]:
                 v.fail(where, f"more than {MAX_TREE_LINES} lines")
             if line.split("=", 1)[0] != line.split("=", 1)[0].strip():
                 v.fail(where, f"a key with spaces ({show(line)})")
+        elif line:       # a header line, read as LightGBM reads it: no trimming, one '=' but in two keys
+            line = raw_line.rstrip("\r\n")
+            if line.count("=") > 1 and line.split("=", 1)[0] not in ("feature_names", "monotone_constraints"):
+                v.fail("header", f"a line with several '=' ({show(line)})")
+            if line.split("=", 1)[0] != line.split("=", 1)[0].strip():
+                v.fail("header", f"a key with spaces ({show(line)})")
         if "=" in line:
             k, val = line.split("=", 1)
             if k in cur:
@@ -130,6 +136,19 @@ def _sections(text: str, v: Fields) -> tuple[dict, list[dict]]:
     return header, trees
 
 
+def _check_parameters(text: str, v: Fields) -> None:
+    """The ``parameters:`` section after the trees: every line ``[name: value]`` up to ``end of
+    parameters`` (LightGBM 4 crashes with SIGSEGV on a line cut short, ``[use_quant``)."""
+    tail = text.split("\nend of trees", 1)[-1]
+    if "\nparameters:" not in tail:
+        return
+    for i, line in enumerate(tail.split("\nparameters:", 1)[1].splitlines()):
+        if line == "end of parameters":
+            return
+        if line and not (line.startswith("[") and line.endswith("]") and ": " in line):
+            v.fail("parameters", f"line {show(line)} is not '[name: value]'")
+
+
 def parse_lightgbm(source, classes=None) -> ImportedEnsemble:
     """Parse a LightGBM model (see the module documentation) into an :class:`ImportedEnsemble`."""
     text, name = load_lightgbm_text(source)
@@ -139,11 +158,17 @@ def parse_lightgbm(source, classes=None) -> ImportedEnsemble:
     if not text.lstrip().startswith("tree"):
         v.fail("", "not a LightGBM model text (no 'tree' header)")
     header, jtrees = _sections(text, v)
+    _check_parameters(text, v)
     n_features = v.int_text(v.get(header, "max_feature_idx", ""), "max_feature_idx", 0, MAX_FEATURES - 1,
                             "feature index") + 1
-    num_class = v.int_text(header.get("num_class", "1"), "num_class", 1, MAX_CLASSES, "class count")
-    per_iter = v.int_text(header.get("num_tree_per_iteration", "1"), "num_tree_per_iteration", 1, MAX_CLASSES,
-                          "trees per iteration")
+    num_class = v.int_text(v.get(header, "num_class", ""), "num_class", 1, MAX_CLASSES, "class count")
+    per_iter = v.int_text(header.get("num_tree_per_iteration", str(num_class)), "num_tree_per_iteration", 1,
+                          MAX_CLASSES, "trees per iteration")
+    v.int_text(v.get(header, "label_index", ""), "label_index", 0, MAX_FEATURES, "label index")
+    names = v.tokens(v.get(header, "feature_names", ""), "feature_names", n_features)
+    v.tokens(v.get(header, "feature_infos", ""), "feature_infos", n_features)
+    if "monotone_constraints" in header:
+        v.int_tokens(header["monotone_constraints"], "monotone_constraints", n_features, -1, 1, "constraint")
     objective = v.text(header.get("objective", ""), "objective").split()
     if "average_output" in text.split("Tree=", 1)[0]:
         raise TreegenError(f"{name}: LightGBM rf (averaged output) models cannot be imported (boosted gbdt/goss only)")
@@ -183,11 +208,6 @@ def parse_lightgbm(source, classes=None) -> ImportedEnsemble:
         raise TreegenError(f"{name}: LightGBM model: no trees")
     if len(jtrees) % per_iter:
         v.fail("Tree", f"{len(jtrees)} trees, not a multiple of the {per_iter} trees per iteration")
-    names = header.get("feature_names", "").split() or None
-    if names is not None and len(names) != n_features:
-        v.fail("feature_names", f"has {len(names)} names for {n_features} features")
-    if "feature_infos" in header and len(header["feature_infos"].split()) != n_features:
-        v.fail("feature_infos", f"has {len(header['feature_infos'].split())} entries for {n_features} features")
     if "tree_sizes" in header:
         sizes = v.int_tokens(header["tree_sizes"], "tree_sizes", len(jtrees), 0, len(text), "size")
         for i, (size, t) in enumerate(zip(sizes.tolist(), jtrees)):

@@ -34,8 +34,11 @@ def check_estimator(est, v: Fields) -> None:
     if name.startswith("Hist"):
         _check_hist(est, n_features, name, v)
         return
+    # the value columns of a tree: one per class for a tree / forest classifier, one for regressors and the
+    # regression trees of gradient boosting
+    columns = len(est.classes_) if hasattr(est, "classes_") and not name.startswith("GradientBoosting") else 1
     if hasattr(est, "tree_"):
-        _check_tree(est.tree_, n_features, f"{name}.tree_", v)
+        _check_tree(est.tree_, n_features, f"{name}.tree_", v, columns)
     if hasattr(est, "estimators_"):
         stages = est.estimators_
         if isinstance(stages, np.ndarray):           # gradient boosting: (n_stages, K)
@@ -51,12 +54,12 @@ def check_estimator(est, v: Fields) -> None:
         for field, t in items:
             if not hasattr(t, "tree_"):
                 v.fail(field, f"is a {type(t).__name__}, not a fitted tree")
-            _check_tree(t.tree_, n_features, f"{field}.tree_", v)
+            _check_tree(t.tree_, n_features, f"{field}.tree_", v, columns)
     if hasattr(est, "learning_rate"):
         v.number(est.learning_rate, f"{name}.learning_rate", "learning rate")
 
 
-def _check_tree(st, n_features: int, field: str, v: Fields) -> None:
+def _check_tree(st, n_features: int, field: str, v: Fields, columns: int) -> None:
     try:
         from sklearn.tree._tree import Tree
     except ImportError:       # pragma: no cover - scikit-learn is what pickled the object
@@ -78,8 +81,8 @@ def _check_tree(st, n_features: int, field: str, v: Fields) -> None:
     if bad.size:
         v.fail(f"{field}.threshold[{bad[0]}]", f"threshold {threshold[bad[0]]!r} is not finite")
     value = np.asarray(st.value, dtype=np.float64)
-    if value.ndim != 3 or value.shape[0] != n:
-        v.fail(f"{field}.value", f"has shape {value.shape}, expected ({n}, outputs, classes)")
+    if value.shape != (n, 1, columns):
+        v.fail(f"{field}.value", f"has shape {value.shape}, expected ({n}, 1, {columns})")
     if not np.all(np.isfinite(value)):
         v.fail(f"{field}.value", "holds a value that is not finite")
 

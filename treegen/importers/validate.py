@@ -28,7 +28,7 @@ from treegen.core.errors import TreegenError
 
 __all__ = ["Fields", "show"]
 
-_INT_TEXT = re.compile(r"[+-]?[0-9]{1,19}\Z")
+_INT_TEXT = re.compile(r"[+-]?[0-9]+\Z")
 
 
 def show(value) -> str:
@@ -140,9 +140,13 @@ class Fields:
         """An integer written as text (``"4"``: XGBoost's model parameters, LightGBM's header) or an
         integer; ``"1e9"``, ``"2.5"``, ``"abc"`` are refused."""
         if isinstance(value, str):
-            if not _INT_TEXT.match(value.strip()):
+            text = value.strip()
+            if not _INT_TEXT.match(text):
                 self.fail(field, f"{what} {show(value)} is not an integer")
-            value = int(value.strip())
+            digits = len(text.lstrip("+-"))
+            if digits > 19:      # beyond int64 whatever the range: refused without converting it
+                self.fail(field, f"{what} of {digits} digits is out of range {lo}..{hi}")
+            value = int(text)
         return self.int(value, field, lo, hi, what)
 
     def number(self, value, field: str, what: str = "value", finite: bool = True) -> float:

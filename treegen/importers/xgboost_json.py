@@ -211,12 +211,12 @@ def check_xgboost_doc(doc, v: Fields) -> dict:
             if v.list(val, f"{M}.cats.{key}"):
                 raise TreegenError(f"{v.source}: XGBoost categorical features cannot be imported (treegen tests "
                                    "numeric features only); retrain with numeric (e.g. one-hot) features")
-    trees = [_check_tree(t, f"{M}.trees[{i}]", n_features, v) for i, t in enumerate(jtrees)]
+    trees = [_check_tree(t, i, f"{M}.trees[{i}]", n_features, v) for i, t in enumerate(jtrees)]
     return {"name": v.source, "n_features": n_features, "num_class": num_class, "objective": objective, "tree_info": tree_info,
             "trees": trees, "task": task, "link": link, "n_outputs": n_outputs, "base": base}
 
 
-def _check_tree(t, field: str, n_features: int, v: Fields) -> dict:
+def _check_tree(t, index: int, field: str, n_features: int, v: Fields) -> dict:
     t = v.obj(t, field)
     tp = v.obj(v.get(t, "tree_param", field), f"{field}.tree_param")
     n = v.int_text(v.get(tp, "num_nodes", f"{field}.tree_param"), f"{field}.tree_param.num_nodes", 1, MAX_NODES,
@@ -229,8 +229,8 @@ def _check_tree(t, field: str, n_features: int, v: Fields) -> dict:
         raise TreegenError(f"{v.source}: XGBoost multi-target trees (vector leaves) cannot be imported")
     if "num_deleted" in tp:
         v.int_text(tp["num_deleted"], f"{field}.tree_param.num_deleted", 0, n, "deleted node count")
-    if "id" in t:
-        v.int(t["id"], f"{field}.id", 0, MAX_TREES, "tree id")
+    if v.int(v.get(t, "id", field), f"{field}.id", 0, MAX_TREES, "tree id") != index:
+        v.fail(f"{field}.id", f"tree id {t['id']} at position {index} (XGBoost places each tree by its id)")
     arrays = {k: v.get(t, k, field) for k in NODE_ARRAYS if k in t or k not in ("split_type",)}
     for k, a in arrays.items():
         v.list(a, f"{field}.{k}")
