@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from treegen.core.errors import TreegenError
-from treegen.importers.reader import MAX_IMPORT_BYTES, read_source  # noqa: F401 (MAX_IMPORT_BYTES: kept here)
+from treegen.importers.reader import MAX_IMPORT_BYTES, read_source  # noqa: F401 - MAX_IMPORT_BYTES: its old home
 
 __all__ = ["import_model", "sniff_format"]
 
@@ -104,4 +104,5 @@ def _from_estimator(est, X, feature_names, name: str = "the pickle"):
             text = " ".join(str(exc).split())[:200]
             raise TreegenError(f"{name}: the {type(est).__name__} in the pickle is malformed "
                                f"({type(exc).__name__}: {text})") from None
-    raise TreegenError(f"{name}: the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM model")
+    raise TreegenError(f"{name}: the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM "
+                       "model")

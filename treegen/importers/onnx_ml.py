@@ -199,14 +199,16 @@ def parse_onnx(source) -> ImportedEnsemble:
     pairs = tid * (MAX_ONNX_NODES + 1) + nid
     if np.unique(pairs).size != pairs.size:
         i = int(np.flatnonzero(np.bincount(np.unique(pairs, return_inverse=True)[1]) > 1)[0])
-        v.fail("nodes_nodeids", f"a node id appears twice in one tree ({int(np.unique(pairs)[i] % (MAX_ONNX_NODES + 1))})")
+        dup = int(np.unique(pairs)[i] % (MAX_ONNX_NODES + 1))
+        v.fail("nodes_nodeids", f"node id {dup} appears twice in one tree")
     wt = set(tid.tolist())
     for i, t in enumerate(w_tree.tolist()):
         if t not in wt:
             v.fail(f"{pre}_treeids[{i}]", f"tree id {t} has no nodes")
     bad = sorted({m for m in modes if m not in ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "LEAF")})
     if bad:
-        raise TreegenError(f"{name}: ONNX node mode {show(bad[0])} cannot be imported (LEQ, LT, GTE, GT comparisons only)")
+        raise TreegenError(f"{name}: ONNX node mode {show(bad[0])} cannot be imported (LEQ, LT, GTE, GT "
+                           "comparisons only)")
     binary_one_column = classifier and n_outputs == 2 and len(set(w_out.tolist())) == 1
     if classifier and n_outputs == 2 and not binary_one_column:
         raise TreegenError(f"{name}: ONNX binary classifiers with weights for both classes cannot be imported")
