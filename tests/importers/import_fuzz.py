@@ -35,6 +35,7 @@ import numpy as np
 
 FORMATS = ("xgboost-json", "xgboost-ubj", "lightgbm", "onnx", "pickle", "bytes")
 CASE_TIMEOUT = 120.0
+STARTUP_TIMEOUT = 900.0
 HOSTILE_INTS = [-1, -3, 0, 1, 2, 7, 1 << 31, (1 << 31) - 1, -(1 << 31), 1 << 32, (1 << 63) - 1, -(1 << 63), 1 << 70,
                 10 ** 9, 70_000, 65_536, 4097, 100_000]
 HOSTILE_FLOATS = [float("nan"), float("inf"), -float("inf"), 1e308, -1e308, 1e39, 3.5e38, 2.7, 1.2, -0.5, 5e-324,
@@ -605,6 +606,8 @@ def worker() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     sys.stdout = io.StringIO()
+    out.write(json.dumps({"ready": True}) + "\n")      # imports done: case timeouts start now
+    out.flush()
     for line in sys.stdin:
         case = json.loads(line)
         path = Path(case["path"])
@@ -653,6 +656,9 @@ class Runner:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errfile,
                                      text=True, env=env, bufsize=1)
         os.set_blocking(self.proc.stdout.fileno(), True)
+        ready = self._read(STARTUP_TIMEOUT)      # the libraries' imports, not counted in a case's time
+        if not isinstance(ready, dict) or not ready.get("ready"):
+            raise RuntimeError(f"the fuzz worker did not start within {STARTUP_TIMEOUT:g} s ({ready!r})")
 
     def _read(self, timeout: float):
         """The worker's next answer line (None: the worker died; "hang": none within ``timeout``), read from
