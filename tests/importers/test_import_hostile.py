@@ -268,6 +268,25 @@ def test_trusted_pickles_that_fail(src, capsys):
                       "estimators_: holds no trees")
 
 
+def test_forest_leaf_without_class_weight(src, capsys):
+    """A forest leaf whose class fractions are all 0 (found by the 30-minute fuzz run): scikit-learn adds
+    nothing for that tree, treegen's soft vote would count its leaf class: imported as a different model,
+    exit 0. Now refused."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    d = src["dir"]
+    Xi = np.rint(src["X"] * 1000 + 16000)
+    rf = RandomForestClassifier(n_estimators=2, max_depth=2, random_state=0).fit(Xi, src["y"])
+    state = rf.estimators_[0].tree_.__getstate__()
+    values = state["values"].copy()
+    leaf = int(np.flatnonzero(state["nodes"]["left_child"] == -1)[0])
+    values[leaf] = 0.0
+    rf.estimators_[0].tree_.__setstate__(dict(state, values=values))
+    joblib.dump(rf, d / "zero_leaf.joblib")
+    assert_user_error(capsys, ["import", d / "zero_leaf.joblib", "--trust-pickle", "-o", d / "z.json"],
+                      f"estimators_[0].tree_.value[{leaf}]: leaf class weights [0.0, 0.0]")
+
+
 # ------------------------------------------------------------------------------------------------ streams
 @pytest.mark.parametrize("name", ["x.json", "x.ubj", "l.txt", "o.onnx"])
 def test_import_from_a_pipe(src, tmp_path, name):

@@ -36,9 +36,10 @@ def check_estimator(est, v: Fields) -> None:
         return
     # the value columns of a tree: one per class for a tree / forest classifier, one for regressors and the
     # regression trees of gradient boosting
-    columns = len(est.classes_) if hasattr(est, "classes_") and not name.startswith("GradientBoosting") else 1
+    classifier = hasattr(est, "classes_") and not name.startswith("GradientBoosting")
+    columns = len(est.classes_) if classifier else 1
     if hasattr(est, "tree_"):
-        _check_tree(est.tree_, n_features, f"{name}.tree_", v, columns)
+        _check_tree(est.tree_, n_features, f"{name}.tree_", v, columns, classifier)
     if hasattr(est, "estimators_"):
         stages = est.estimators_
         if isinstance(stages, np.ndarray):           # gradient boosting: (n_stages, K)
@@ -54,12 +55,12 @@ def check_estimator(est, v: Fields) -> None:
         for field, t in items:
             if not hasattr(t, "tree_"):
                 v.fail(field, f"is a {type(t).__name__}, not a fitted tree")
-            _check_tree(t.tree_, n_features, f"{field}.tree_", v, columns)
+            _check_tree(t.tree_, n_features, f"{field}.tree_", v, columns, classifier)
     if hasattr(est, "learning_rate"):
         v.number(est.learning_rate, f"{name}.learning_rate", "learning rate")
 
 
-def _check_tree(st, n_features: int, field: str, v: Fields, columns: int) -> None:
+def _check_tree(st, n_features: int, field: str, v: Fields, columns: int, classifier: bool = False) -> None:
     try:
         from sklearn.tree._tree import Tree
     except ImportError:       # pragma: no cover - scikit-learn is what pickled the object
@@ -85,6 +86,12 @@ def _check_tree(st, n_features: int, field: str, v: Fields, columns: int) -> Non
         v.fail(f"{field}.value", f"has shape {value.shape}, expected ({n}, 1, {columns})")
     if not np.all(np.isfinite(value)):
         v.fail(f"{field}.value", "holds a value that is not finite")
+    if classifier:      # class weights / fractions: a leaf with a negative or no weight predicts otherwise
+        leaf = ~internal
+        bad = np.flatnonzero(leaf & ((value[:, 0, :] < 0).any(axis=1) | (value[:, 0, :].sum(axis=1) <= 0)))
+        if bad.size:
+            v.fail(f"{field}.value[{bad[0]}]", f"leaf class weights {value[bad[0], 0].tolist()} (a negative "
+                                              "weight, or none at all)")
 
 
 def _array(a, n: int, field: str, v: Fields) -> np.ndarray:
