@@ -579,8 +579,9 @@ def _library_check(path: Path, model) -> str:
     Zs = Z if model.handles_missing else np.nan_to_num(Z)
     ref = np.asarray(est.predict(Zs))
     mine = np.asarray(model.predict(Zs))
-    if ref.dtype.kind == "f":
-        ok = np.array_equal(np.asarray(mine, dtype=np.float64).view(np.int64), ref.astype(np.float64).view(np.int64))
+    if ref.dtype.kind == "f":     # bit for bit, but +0.0 and -0.0 are one value (a sum from +0.0 loses the sign)
+        m64, r64 = np.asarray(mine, dtype=np.float64) + 0.0, ref.astype(np.float64) + 0.0
+        ok = np.array_equal(m64.view(np.int64), r64.view(np.int64))
     else:
         ok = np.array_equal(mine.astype(ref.dtype), ref)
     return "same" if ok else f"predictions differ on {int(np.sum(np.asarray(mine) != ref))} rows"

@@ -156,7 +156,7 @@ def parse_onnx(source) -> ImportedEnsemble:
         n_outputs = len(labels)
     else:
         labels = []
-        n_outputs = v.int(a.get("n_targets", 1), "n_targets", 1, MAX_CLASSES, "target count")
+        n_outputs = v.int(v.get(a, "n_targets", ""), "n_targets", 1, MAX_CLASSES, "target count")  # ORT needs it
         if n_outputs != 1:
             raise TreegenError(f"{name}: ONNX regressors with {n_outputs} targets cannot be imported (one target only)")
     # the input's width: the feature count (or, unknown, the largest feature id + 1, at most MAX_FEATURES)
@@ -201,6 +201,9 @@ def parse_onnx(source) -> ImportedEnsemble:
         i = int(np.flatnonzero(np.bincount(np.unique(pairs, return_inverse=True)[1]) > 1)[0])
         dup = int(np.unique(pairs)[i] % (MAX_ONNX_NODES + 1))
         v.fail("nodes_nodeids", f"node id {dup} appears twice in one tree")
+    triples = (w_tree * (MAX_ONNX_NODES + 1) + w_node) * (MAX_CLASSES + 1) + w_out
+    if np.unique(triples).size != triples.size:     # onnxruntime's float32 order of two weights is its own
+        v.fail(f"{pre}_nodeids", "a leaf has two weights for one output")
     wt = set(tid.tolist())
     for i, t in enumerate(w_tree.tolist()):
         if t not in wt:
