@@ -192,7 +192,7 @@ def parse_lightgbm(source, classes=None) -> ImportedEnsemble:
         task, link, n_outputs = "classification", "softmax", num_class
         if num_class < 2:
             v.fail("num_class", f"class count {num_class} for a multiclass objective")
-        v.int_text(opts.get("num_class", str(num_class)), "objective", num_class, num_class, "num_class")
+        v.int_text(v.get(opts, "num_class", "objective"), "objective", num_class, num_class, "num_class")
     elif obj_name in IDENTITY_OBJECTIVES:
         if "sqrt" in objective:
             raise TreegenError(f"{name}: LightGBM regression with reg_sqrt cannot be imported (the output is squared)")

@@ -79,9 +79,15 @@ def _load(source):
     if isinstance(source, (bytes, bytearray)):
         name = getattr(source, "name", "ONNX model")
         try:
-            return onnx.load_model_from_string(bytes(source)), name
+            model = onnx.load_model_from_string(bytes(source))
         except Exception as exc:   # a protobuf decode error: not an ONNX file
             raise TreegenError(f"{name} is not an ONNX model ({type(exc).__name__})") from None
+        try:    # the graph as onnxruntime needs it (outputs that exist, ...), checked by onnx itself
+            onnx.checker.check_model(model)
+        except Exception as exc:   # onnx.checker.ValidationError and the protobuf errors it passes on
+            text = " ".join(str(exc).split())[:200]
+            raise TreegenError(f"{name} is not a valid ONNX model ({text})") from None
+        return model, name
     if hasattr(source, "graph"):
         return source, "ONNX model"
     raise TreegenError(f"cannot import {type(source).__name__} as an ONNX model")
