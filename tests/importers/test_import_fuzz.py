@@ -53,3 +53,23 @@ def test_import_fuzz_cases_in_a_real_process(tmp_path):
                 lines = proc.stderr.splitlines()
                 assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("treegen: error: "), \
                     (fmt, i, proc.returncode, proc.stderr[-3000:])
+
+
+def test_files_the_long_runs_found(tmp_path):
+    """Every file a long run of ``bench/fuzz_import.py`` failed on (tests/importers/fuzz_found: crashes of
+    XGBoost and LightGBM, tracebacks, models that differed from their library) now ends refused with one
+    line or imported as a model that predicts as its library."""
+    import shutil
+
+    found = []
+    for p in sorted((Path(__file__).parent / "fuzz_found").iterdir()):   # copies: the worker writes beside them
+        found.append(tmp_path / p.name)
+        shutil.copyfile(p, found[-1])
+    assert len(found) >= 20
+    runner = import_fuzz.Runner()
+    try:
+        results = {p.name: runner.run(p) for p in found}
+    finally:
+        runner.close()
+    bad = {k: r for k, r in results.items() if r["outcome"] not in ("refused", "accepted-same")}
+    assert not bad, bad
