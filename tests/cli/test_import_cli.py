@@ -66,10 +66,13 @@ def test_bad_files(files, capsys, tmp_path):
     assert_user_error(capsys, ["import", d / "train.csv", "-o", tmp_path / "m.json"], "not a model file treegen can import")
     assert_user_error(capsys, ["import", tmp_path / "none.json", "-o", tmp_path / "m.json"], "model file not found")
     (tmp_path / "bad.json").write_text('{"learner": {"objective": {"name": "rank:pairwise"}}, "version": [3]}')
-    assert_user_error(capsys, ["import", tmp_path / "bad.json", "-o", tmp_path / "m.json"], "not an XGBoost model")
+    assert_user_error(capsys, ["import", tmp_path / "bad.json", "-o", tmp_path / "m.json"],
+                      "bad.json: learner.learner_model_param: missing")
     (tmp_path / "bad.ubj").write_bytes(b"{L\x00\x00\x00\x00\x00\x00\x00\x05learn}")
-    assert_user_error(capsys, ["import", tmp_path / "bad.ubj", "-o", tmp_path / "m.json"], "is not an XGBoost model")
-    (tmp_path / "bad.txt").write_text("tree\nversion=v4\nmax_feature_idx=2\nobjective=lambdarank\n\nTree=0\n")
+    assert_user_error(capsys, ["import", tmp_path / "bad.ubj", "-o", tmp_path / "m.json"], "not a valid UBJSON model")
+    (tmp_path / "bad.txt").write_text("tree\nversion=v4\nnum_class=1\nlabel_index=0\nmax_feature_idx=2\n"
+                                      "feature_names=a b c\nfeature_infos=none none none\nobjective=lambdarank\n\n"
+                                      "Tree=0\nnum_leaves=1\nnum_cat=0\nleaf_value=0\n\nend of trees\n")
     assert_user_error(capsys, ["import", tmp_path / "bad.txt", "-o", tmp_path / "m.json"],
                       "objective 'lambdarank' cannot be imported")
     (tmp_path / "p.pkl").write_bytes(b"\x80\x04garbage")

@@ -114,6 +114,7 @@ label_index=0
 max_feature_idx=3
 objective=regression
 feature_names=a b c d
+feature_infos=none none none none
 
 Tree=0
 num_leaves=2

@@ -34,6 +34,18 @@ MAX_DATA_BYTES = 1 << 30      # a data file, after gzip decompression (1 GiB of 
 MAX_ROWS = (1 << 31) - 1      # data rows (the engines count rows in 32 bits)
 MAX_COLUMNS = MAX_FEATURES + 1   # the features and the label column
 MAX_TEXT_BYTES = 64 << 20     # a small text input: a parameters file, a JSON report (64 MiB)
+MAX_TARGET = 1e150            # |regression target| a regressor fits: its sums of squares stay finite
+
+
+def check_target_range(y, what: str = "target value", error=TreegenError) -> None:
+    """Refuse regression targets beyond +-MAX_TARGET (the regressors square and sum them: a larger value
+    overflows to inf and NaN, after pages of numpy warnings). ``y`` is a finite float64 array."""
+    import numpy as np
+
+    big = np.flatnonzero(np.abs(y) > MAX_TARGET)
+    if big.size:
+        raise error(f"{what} {float(y[big[0]]):g} (row {int(big[0]) + 1}) is beyond +-{MAX_TARGET:g}, where the "
+                    "regressors' sums of squares overflow; rescale the target (e.g. divide it by a power of 10)")
 
 # ---------------------------------------------------------------------- command-line counts
 MAX_U32 = (1 << 32) - 1       # the engines' iteration and generation counters; --max-rows of on-device training

@@ -208,10 +208,16 @@ def summary(values: Iterable[float]) -> dict:
 
 
 # ---------------------------------------------------------------------- regression metrics
+SQUARE_SAFE = 1e150     # values up to this magnitude: sums of squared errors stay finite for 2**60 rows
 def regression_scores(y_true, y_pred) -> dict:
     """``{"rmse", "mae", "r2", "n"}`` of predicted values: root mean squared error, mean absolute error
     and the coefficient of determination ``1 - SS_res / SS_tot`` (scikit-learn's ``r2_score``: for
-    constant true values 1.0 when every prediction is exact, else 0.0)."""
+    constant true values 1.0 when every prediction is exact, else 0.0).
+
+    Values up to the float64 maximum are scored without overflow: when a square could overflow
+    (values beyond 1e150) every value is first divided by the largest magnitude ``s`` (errors then lie
+    within 2) and the RMSE / MAE are multiplied back by ``s``; R² is a ratio and needs no scaling.
+    A score beyond the float64 range (an RMSE above 1.8e308) is refused, never printed as ``inf``."""
     y_true = np.asarray(y_true, dtype=np.float64)
     y_pred = np.asarray(y_pred, dtype=np.float64)
     if y_true.shape != y_pred.shape or y_true.ndim != 1:
@@ -219,15 +225,26 @@ def regression_scores(y_true, y_pred) -> dict:
                            "do not match")
     if y_true.shape[0] == 0:
         raise TreegenError("regression scores: no values")
-    err = y_true - y_pred
+    if not (np.all(np.isfinite(y_true)) and np.all(np.isfinite(y_pred))):
+        raise TreegenError("regression scores: a true or predicted value is NaN or infinite")
+    n = y_true.shape[0]
+    scale = float(max(np.max(np.abs(y_true)), np.max(np.abs(y_pred))))
+    if scale <= SQUARE_SAFE:
+        scale = 1.0
+    t, p = y_true / scale, y_pred / scale
+    err = t - p
     ss_res = float(np.sum(err * err))
-    ss_tot = float(np.sum((y_true - np.mean(y_true)) ** 2))
+    ss_tot = float(np.sum((t - np.mean(t)) ** 2))
     if ss_tot > 0:
         r2 = 1.0 - ss_res / ss_tot
     else:
         r2 = 1.0 if ss_res == 0 else 0.0
-    return {"rmse": math.sqrt(ss_res / y_true.shape[0]), "mae": float(np.mean(np.abs(err))), "r2": r2,
-            "n": int(y_true.shape[0])}
+    with np.errstate(over="ignore"):
+        rmse = float(np.float64(scale) * math.sqrt(ss_res / n))
+        mae = float(np.float64(scale) * np.mean(np.abs(err)))
+    if not (math.isfinite(rmse) and math.isfinite(mae)):
+        raise TreegenError("regression scores: the errors are beyond the float64 range (RMSE above 1.8e308)")
+    return {"rmse": rmse, "mae": mae, "r2": r2, "n": int(n)}
 
 
 # ---------------------------------------------------------------------- agreement with the float model

@@ -95,6 +95,19 @@ def _read_json(path: Path) -> dict:
         raise TreegenError(f"{path} is not a valid CatBoost JSON model ({str(exc).splitlines()[0]})") from None
 
 
+def cbm_to_json(raw: bytes, name: str) -> dict:
+    """The JSON document of a CatBoost binary model given as bytes (read once by the caller: a pipe
+    works); catboost only converts it, treegen parses the JSON."""
+    cb = _require_catboost(f"reading the CatBoost binary model {name}")
+    model = cb.CatBoost()
+    try:
+        model.load_model(blob=bytes(raw))
+    except Exception as exc:   # CatBoostError on a damaged file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TreegenError(f"{name} is not a readable CatBoost model ({first[:200]})") from None
+    return _json_of_catboost_object(model)
+
+
 def load_catboost_json(source) -> dict:
     """The model's JSON document. ``source``: a CatBoost model object, a parsed ``dict``, or a path to a
     ``.cbm`` (converted to JSON with catboost) or ``.json`` model file."""

@@ -209,8 +209,9 @@ class ImportedEnsemble:
             if not 0 <= t.output < self.n_outputs:
                 raise TreegenError(f"a tree adds to output {t.output} of {self.n_outputs}")
             used = t.feature[t.left != LEAF]
-            if used.size and (used.min() < 0 or used.max() >= self.n_features):
-                raise TreegenError(f"a split tests feature {int(used.max())} of a model of {self.n_features}")
+            bad = used[(used < 0) | (used >= self.n_features)]
+            if bad.size:    # the offending index itself (not the largest one of the tree)
+                raise TreegenError(f"a split tests feature index {int(bad[0])}, outside 0..{self.n_features - 1}")
         if self.binary_rule not in (">", ">="):
             raise TreegenError(f"unknown binary rule {self.binary_rule!r}")
         if self.feature_names is None:

@@ -17,16 +17,14 @@ pickle / joblib        a fitted scikit-learn / XGBoost / LightGBM estimator: onl
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 from treegen.core.errors import TreegenError
-from treegen.core.limits import MAX_MODEL_BYTES
+from treegen.importers.reader import MAX_IMPORT_BYTES, read_source  # noqa: F401 - MAX_IMPORT_BYTES: its old home
 
 __all__ = ["import_model", "sniff_format"]
 
 FORMATS = ("xgboost-json", "xgboost-ubj", "catboost-json", "catboost-cbm", "treelite", "lightgbm", "onnx", "pickle")
-MAX_IMPORT_BYTES = max(MAX_MODEL_BYTES, 256 << 20)
 
 
 def sniff_format(head: bytes) -> str | None:
@@ -57,55 +55,60 @@ def sniff_format(head: bytes) -> str | None:
 def import_model(path, *, trust_pickle: bool = False, X=None, feature_names=None):
     """Read a model file of another library (see the module documentation) into a treegen ``Model``.
 
+    The file is read once into a bounded buffer (:func:`~treegen.importers.reader.read_source`: a
+    pipe or ``/dev/stdin`` works, an endless stream is cut at the bound); the format is detected on
+    those bytes and the same bytes are parsed.
+
     ``X``: data the model will see (fits the input scaling of the q15 export; optional)."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-    except FileNotFoundError:
-        raise TreegenError(f"{path}: model file not found") from None
-    except OSError as exc:
-        raise TreegenError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if path.is_dir():
-        raise TreegenError(f"{path} is a folder, not a model file")
-    if size > MAX_IMPORT_BYTES:
-        raise TreegenError(f"{path}: {size} bytes is too large for a model file")
-    fmt = sniff_format(head)
+    raw = read_source(path)
+    name = str(path)
+    fmt = sniff_format(raw[:4096])
     if fmt == "treelite":
-        from treegen.importers.treelite_json import from_treelite
-        return from_treelite(path, X=X, feature_names=feature_names)
-    if fmt in ("catboost-json", "catboost-cbm"):
+        from treegen.importers.treelite_json import TreeliteBytes, from_treelite
+        return from_treelite(TreeliteBytes(raw, name), X=X, feature_names=feature_names)
+    if fmt == "catboost-json":
         from treegen.importers.catboost_json import from_catboost
-        return from_catboost(path, X=X, feature_names=feature_names)
+        from treegen.importers.reader import loads_json
+        doc = loads_json(raw, name)
+        if not isinstance(doc, dict):
+            raise TreegenError(f"{name}: not a CatBoost JSON model (the top level is not an object)")
+        return from_catboost(doc, X=X, feature_names=feature_names)
+    if fmt == "catboost-cbm":
+        from treegen.importers.catboost_json import cbm_to_json, from_catboost
+        return from_catboost(cbm_to_json(raw, name), X=X, feature_names=feature_names)
     if fmt in ("xgboost-json", "xgboost-ubj"):
-        from treegen.importers.xgboost_json import from_xgboost
-        return from_xgboost(path, X=X, feature_names=feature_names)
+        from treegen.importers.xgboost_json import XGBoostBytes, from_xgboost
+        return from_xgboost(XGBoostBytes(raw, name), X=X, feature_names=feature_names)
     if fmt == "lightgbm":
-        from treegen.importers.lightgbm_text import from_lightgbm
-        return from_lightgbm(path, X=X, feature_names=feature_names)
+        from treegen.importers.lightgbm_text import LightGBMBytes, from_lightgbm
+        return from_lightgbm(LightGBMBytes(raw, name), X=X, feature_names=feature_names)
     if fmt == "onnx":
-        from treegen.importers.onnx_ml import from_onnx
-        return from_onnx(path, X=X, feature_names=feature_names)
+        from treegen.importers.onnx_ml import OnnxBytes, from_onnx
+        return from_onnx(OnnxBytes(raw, name), X=X, feature_names=feature_names)
     if fmt == "pickle":
         if not trust_pickle:
             raise TreegenError(f"{path} is a pickle/joblib file: loading it runs code from the file; pass "
                                "--trust-pickle (Python: trust_pickle=True) only for a file you trust")
-        return _from_estimator(_unpickle(path), X, feature_names)
+        return _from_estimator(_unpickle(raw, name), X, feature_names, name)
     raise TreegenError(f"{path}: not a model file treegen can import (XGBoost JSON/UBJSON, CatBoost .cbm/JSON, "
-                       "Treelite checkpoint, LightGBM model text, ONNX, or with --trust-pickle a pickled scikit-learn/XGBoost/LightGBM estimator)")
+                       "Treelite checkpoint, LightGBM model text, ONNX, or with --trust-pickle a pickled "
+                       "scikit-learn/XGBoost/LightGBM estimator)")
 
 
-def _unpickle(path: Path):
+def _unpickle(raw: bytes, name: str):
+    """The object of a trusted pickle / joblib dump: whatever its code raises is one line."""
+    import io
+
+    import joblib
     try:
-        import joblib
-        return joblib.load(path)
-    except (EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError, KeyError, zlib.error,
-            __import__("pickle").UnpicklingError) as exc:
-        raise TreegenError(f"{path}: cannot unpickle ({type(exc).__name__}: {exc})") from None
+        return joblib.load(io.BytesIO(raw))
+    except Exception as exc:   # noqa: BLE001 - a trusted pickle runs arbitrary code: any exception
+        text = " ".join(str(exc).split())[:200]
+        raise TreegenError(f"{name}: cannot unpickle ({type(exc).__name__}{': ' + text if text else ''})") from None
 
 
-def _from_estimator(est, X, feature_names):
+def _from_estimator(est, X, feature_names, name: str = "the pickle"):
     module = type(est).__module__.split(".")[0]
     if module == "xgboost":
         from treegen.importers.xgboost_json import from_xgboost
@@ -118,5 +121,15 @@ def _from_estimator(est, X, feature_names):
         return from_lightgbm(est, X=X, feature_names=feature_names)
     if module == "sklearn":
         from treegen.importers.sklearn import from_sklearn
-        return from_sklearn(est, X=X, feature_names=feature_names)
-    raise TreegenError(f"the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM model")
+        try:
+            return from_sklearn(est, X=X, feature_names=feature_names, source_name=name)
+        except TreegenError:
+            raise
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
+            # the object was built by the pickle's own code: its methods (get_params, predict) fail on
+            # attributes the pickle broke, which the checks of sklearn_checks do not reach
+            text = " ".join(str(exc).split())[:200]
+            raise TreegenError(f"{name}: the {type(est).__name__} in the pickle is malformed "
+                               f"({type(exc).__name__}: {text})") from None
+    raise TreegenError(f"{name}: the pickle holds a {type(est).__name__}, not a scikit-learn, XGBoost or LightGBM "
+                       "model")

@@ -30,105 +30,200 @@ from pathlib import Path
 import numpy as np
 
 from treegen.core.errors import TreegenError
+from treegen.core.limits import MAX_CLASSES, MAX_DEPTH, MAX_FEATURES, MAX_NODES, MAX_TREES
 from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
+from treegen.importers.reader import read_source
+from treegen.importers.validate import Fields, show
 
 SOFTMAX_TIE_GAP = 2.0 ** -51    # double softmax: outputs further apart never round to one probability
 IDENTITY_OBJECTIVES = ("regression", "regression_l2", "regression_l1", "huber", "fair", "quantile", "mape",
                        "l2", "l1", "mse", "mae")
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 
-__all__ = ["from_lightgbm", "parse_lightgbm", "load_lightgbm_text"]
+__all__ = ["from_lightgbm", "parse_lightgbm", "load_lightgbm_text", "LightGBMBytes"]
 
 
-def load_lightgbm_text(source) -> str:
-    """The model text of an ``LGBMModel``, a ``Booster``, a path to a model text file, or the text."""
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
-        path = Path(source)
+class LightGBMBytes(bytes):
+    """The bytes of a LightGBM model text file read by :func:`~treegen.importers.reader.read_source`,
+    with the ``name`` the messages give it."""
+
+    name = "LightGBM model"
+
+    def __new__(cls, raw: bytes, name: str = "LightGBM model"):
+        obj = super().__new__(cls, raw)
+        obj.name = str(name)
+        return obj
+
+
+def load_lightgbm_text(source) -> tuple[str, str]:
+    """The model text and the name messages give it, of an ``LGBMModel``, a ``Booster``, a path to a
+    model text file, its bytes (:class:`LightGBMBytes`), or the text."""
+    if isinstance(source, (bytes, bytearray)):
+        name = getattr(source, "name", "LightGBM model")
         try:
-            return path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise TreegenError(f"{path} is not a LightGBM model text file") from None
-        except OSError as exc:
-            raise TreegenError(f"cannot read {path}: {exc.strerror or exc}") from None
+            return bytes(source).decode("utf-8"), name
+        except UnicodeDecodeError as exc:
+            raise TreegenError(f"{name}: not UTF-8 text (byte {exc.start}): not a LightGBM model text file") from None
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
+        return load_lightgbm_text(LightGBMBytes(read_source(source), str(source)))
     if isinstance(source, str):
-        return source
+        return source, "LightGBM model"
     booster = getattr(source, "booster_", None) if hasattr(source, "fit") else source
     if booster is None:
         raise TreegenError(f"{type(source).__name__} is not fitted; call fit() first")
     if not hasattr(booster, "model_to_string"):
         raise TreegenError(f"cannot import {type(source).__name__} as a LightGBM model")
-    return booster.model_to_string()
+    return booster.model_to_string(), "LightGBM model"
 
 
-def _sections(text: str) -> tuple[dict, list[dict]]:
+MAX_TREE_LINES = 22     # LightGBM reads at most this many key lines of a tree, up to its first blank line
+
+
+def _sections(text: str, v: Fields) -> tuple[dict, list[dict]]:
+    """The header and the trees (key -> value text), read as LightGBM reads them: a tree's keys are the
+    lines right after ``Tree=N`` up to the first blank line (anything but blank lines after that, a line
+    without ``=`` or more than MAX_TREE_LINES keys is refused: LightGBM would read it differently); at
+    most MAX_TREES trees, counted while reading; a duplicated key is refused. Each tree also gets
+    ``_size``: the characters of its block (what ``tree_sizes`` states)."""
     header: dict = {}
     trees: list[dict] = []
-    cur = header
-    for line in text.splitlines():
-        line = line.strip()
+    cur, where = header, "header"
+    pos, block_start, closed = 0, None, False
+    for raw_line in text.splitlines(keepends=True):
+        line = raw_line.strip()
+        at, pos = pos, pos + len(raw_line)
         if line.startswith("end of trees"):
+            if trees:
+                trees[-1]["_size"] = at - block_start
             break
-        if line.startswith("Tree="):
-            cur = {}
+        if raw_line.startswith("Tree="):      # as LightGBM finds a tree: at the start of the line
+            if len(trees) >= MAX_TREES:
+                v.fail("Tree", f"more than {MAX_TREES} trees, the most treegen imports")
+            if trees:
+                trees[-1]["_size"] = at - block_start
+            block_start, closed = at, False
+            cur, where = {}, f"Tree={len(trees)}"
+            v.int_text(line[5:], where, len(trees), len(trees), "tree number")
             trees.append(cur)
             continue
+        if cur is not header:
+            line = raw_line.rstrip("\r\n")
+            if not line:
+                closed = True
+                continue
+            if closed:
+                v.fail(where, f"a line after the tree's blank line ({show(line)})")
+            if "=" not in line:
+                v.fail(where, f"a line without '=' ({show(line)})")
+            if len(cur) >= MAX_TREE_LINES:
+                v.fail(where, f"more than {MAX_TREE_LINES} lines")
+            if line.split("=", 1)[0] != line.split("=", 1)[0].strip():
+                v.fail(where, f"a key with spaces ({show(line)})")
+        elif line:       # a header line, read as LightGBM reads it: no trimming, one '=' but in two keys
+            line = raw_line.rstrip("\r\n")
+            if line.count("=") > 1 and line.split("=", 1)[0] not in ("feature_names", "monotone_constraints"):
+                v.fail("header", f"a line with several '=' ({show(line)})")
+            if line.split("=", 1)[0] != line.split("=", 1)[0].strip():
+                v.fail("header", f"a key with spaces ({show(line)})")
         if "=" in line:
-            k, v = line.split("=", 1)
-            cur[k] = v
+            k, val = line.split("=", 1)
+            if k in cur:
+                v.fail(f"{where}.{k}", "appears twice")
+            cur[k] = val
+    else:
+        if trees:
+            v.fail("", "no 'end of trees' line (the file is cut short)")
     return header, trees
+
+
+def _check_parameters(text: str, v: Fields) -> None:
+    """The ``parameters:`` section after the trees: every line ``[name: value]`` up to ``end of
+    parameters`` (LightGBM 4 crashes with SIGSEGV on a line cut short, ``[use_quant``)."""
+    tail = text.split("\nend of trees", 1)[-1]
+    if "\nparameters:" not in tail:
+        return
+    for i, line in enumerate(tail.split("\nparameters:", 1)[1].splitlines()):
+        if line == "end of parameters":
+            return
+        if line and not (line.startswith("[") and line.endswith("]") and ": " in line):
+            v.fail("parameters", f"line {show(line)} is not '[name: value]'")
 
 
 def parse_lightgbm(source, classes=None) -> ImportedEnsemble:
     """Parse a LightGBM model (see the module documentation) into an :class:`ImportedEnsemble`."""
-    text = load_lightgbm_text(source)
+    text, name = load_lightgbm_text(source)
+    v = Fields(name)
     if classes is None and hasattr(source, "classes_"):
         classes = [c.item() if isinstance(c, np.generic) else c for c in np.asarray(source.classes_).tolist()]
-    header, jtrees = _sections(text)
-    if not text.lstrip().startswith("tree") or "max_feature_idx" not in header:
-        raise TreegenError("not a LightGBM model text (no 'tree' header / max_feature_idx)")
-    try:
-        n_features = int(header["max_feature_idx"]) + 1
-        num_class = int(header.get("num_class", "1"))
-        per_iter = int(header.get("num_tree_per_iteration", "1"))
-        objective = header.get("objective", "").split()
-    except ValueError as exc:
-        raise TreegenError(f"LightGBM model: bad header field ({exc})") from None
+    if not text.lstrip().startswith("tree"):
+        v.fail("", "not a LightGBM model text (no 'tree' header)")
+    header, jtrees = _sections(text, v)
+    _check_parameters(text, v)
+    n_features = v.int_text(v.get(header, "max_feature_idx", ""), "max_feature_idx", 0, MAX_FEATURES - 1,
+                            "feature index") + 1
+    num_class = v.int_text(v.get(header, "num_class", ""), "num_class", 1, MAX_CLASSES, "class count")
+    per_iter = v.int_text(header.get("num_tree_per_iteration", str(num_class)), "num_tree_per_iteration", 1,
+                          MAX_CLASSES, "trees per iteration")
+    v.int_text(v.get(header, "label_index", ""), "label_index", 0, MAX_FEATURES, "label index")
+    names = v.tokens(v.get(header, "feature_names", ""), "feature_names", n_features)
+    v.tokens(v.get(header, "feature_infos", ""), "feature_infos", n_features)
+    if "monotone_constraints" in header:
+        v.int_tokens(header["monotone_constraints"], "monotone_constraints", n_features, -1, 1, "constraint")
+    objective = v.text(header.get("objective", ""), "objective").split()
     if "average_output" in text.split("Tree=", 1)[0]:
-        raise TreegenError("LightGBM rf (averaged output) models cannot be imported (boosted gbdt/goss only)")
+        raise TreegenError(f"{name}: LightGBM rf (averaged output) models cannot be imported (boosted gbdt/goss only)")
     if not objective:
-        raise TreegenError("LightGBM model: no objective")
-    name = objective[0]
-    opts = dict(o.split(":", 1) for o in objective[1:] if ":" in o)
-    if name in ("binary", "cross_entropy", "xentropy"):
-        if float(opts.get("sigmoid", "1")) != 1.0:
-            raise TreegenError(f"LightGBM binary objective with sigmoid:{opts['sigmoid']} cannot be imported "
+        v.fail("objective", "missing")
+    obj_name = objective[0]
+    opts = {}
+    for o in objective[1:]:
+        if ":" in o:
+            k, val = o.split(":", 1)
+            if k in opts:
+                v.fail("objective", f"option {show(k)} appears twice")
+            opts[k] = val
+    if obj_name in ("binary", "cross_entropy", "xentropy"):
+        sigmoid = v.number_text(opts.get("sigmoid", "1"), "objective", "sigmoid")
+        if sigmoid != 1.0:
+            raise TreegenError(f"{name}: LightGBM binary objective with sigmoid:{opts['sigmoid']} cannot be imported "
                                "(sigmoid 1 only)")
         task, link, n_outputs = "classification", "logistic", 1
-    elif name in ("multiclass", "softmax"):
+    elif obj_name in ("multiclass", "softmax"):
         task, link, n_outputs = "classification", "softmax", num_class
-    elif name in IDENTITY_OBJECTIVES:
+        if num_class < 2:
+            v.fail("num_class", f"class count {num_class} for a multiclass objective")
+        v.int_text(v.get(opts, "num_class", "objective"), "objective", num_class, num_class, "num_class")
+    elif obj_name in IDENTITY_OBJECTIVES:
         if "sqrt" in objective:
-            raise TreegenError("LightGBM regression with reg_sqrt cannot be imported (the output is squared)")
+            raise TreegenError(f"{name}: LightGBM regression with reg_sqrt cannot be imported (the output is squared)")
         task, link, n_outputs = "regression", "identity", 1
     else:
-        raise TreegenError(f"LightGBM objective {name!r} cannot be imported (supported: binary, multiclass and "
-                           "identity-link regression)")
+        raise TreegenError(f"{name}: LightGBM objective {show(obj_name)} cannot be imported (supported: binary, "
+                           "multiclass and identity-link regression)")
+    if link != "softmax" and num_class != 1:
+        v.fail("num_class", f"class count {num_class} for objective {obj_name} (one output)")
     if per_iter != n_outputs:
-        raise TreegenError(f"LightGBM model: {per_iter} trees per iteration for {n_outputs} outputs")
+        raise TreegenError(f"{name}: LightGBM model: {per_iter} trees per iteration for {n_outputs} outputs")
     if not jtrees:
-        raise TreegenError("LightGBM model: no trees")
-    trees = [_parse_tree(t, i % per_iter) for i, t in enumerate(jtrees)]
+        raise TreegenError(f"{name}: LightGBM model: no trees")
+    if len(jtrees) % per_iter:
+        v.fail("Tree", f"{len(jtrees)} trees, not a multiple of the {per_iter} trees per iteration")
+    if "tree_sizes" in header:
+        sizes = v.int_tokens(header["tree_sizes"], "tree_sizes", len(jtrees), 0, len(text), "size")
+        for i, (size, t) in enumerate(zip(sizes.tolist(), jtrees)):
+            if size != t["_size"]:
+                v.fail(f"tree_sizes[{i}]", f"size {size}, but Tree={i} has {t['_size']} characters")
+    trees = [_parse_tree(t, i % per_iter, n_features, f"Tree={i}", v) for i, t in enumerate(jtrees)]
     if task == "classification":
         classes = list(classes) if classes is not None else list(range(max(n_outputs, 2)))
         if len(classes) != max(n_outputs, 2):
             raise TreegenError(f"{len(classes)} classes given for a LightGBM model of {max(n_outputs, 2)}")
     else:
         classes = []
-    names = header.get("feature_names", "").split() or None
-    meta = {"source": f"LightGBM model text {header.get('version', '?')}", "objective": " ".join(objective)}
+    meta = {"source": f"LightGBM model text {header.get('version', '?')[:20]}", "objective": " ".join(objective)}
     ens = ImportedEnsemble(trees, n_features, "<=", task=task, classes=classes, n_outputs=n_outputs, vote="sum",
                            base_score=[0.0] * n_outputs, link=link, sum_dtype="float64", binary_rule=">",
-                           feature_names=names if names and len(names) == n_features else None, metadata=meta)
+                           feature_names=names, metadata=meta)
     if task == "classification" and n_outputs == 1:
         ens.decision_value = meta["decision_margin"] = sigmoid_decision_margin()
         meta["decision"] = ("argmax([1 - p, p]), p = 1 / (1 + exp(-raw)) in double: class 1 iff raw > "
@@ -138,41 +233,57 @@ def parse_lightgbm(source, classes=None) -> ImportedEnsemble:
     return ens
 
 
-def _floats(tree: dict, key: str, n: int, dtype=float) -> np.ndarray:
-    vals = tree.get(key, "").split()
-    if len(vals) != n:
-        raise TreegenError(f"LightGBM model: {key} has {len(vals)} values, expected {n}")
-    try:
-        return np.asarray([dtype(v) for v in vals])
-    except ValueError as exc:
-        raise TreegenError(f"LightGBM model: bad {key} ({exc})") from None
-
-
-def _parse_tree(t: dict, output: int) -> ImportedTree:
-    try:
-        n_leaves = int(t["num_leaves"])
-        n_cat = int(t.get("num_cat", "0"))
-    except (KeyError, ValueError) as exc:
-        raise TreegenError(f"LightGBM model: bad tree ({exc})") from None
+def _parse_tree(t: dict, output: int, n_features: int, field: str, v: Fields) -> ImportedTree:
+    n_leaves = v.int_text(v.get(t, "num_leaves", field), f"{field}.num_leaves", 1, MAX_NODES // 2, "leaf count")
+    n_cat = v.int_text(v.get(t, "num_cat", field), f"{field}.num_cat", 0, MAX_NODES, "categorical split count")
     if n_cat:
-        raise TreegenError("LightGBM categorical splits cannot be imported (treegen tests numeric features only)")
-    if t.get("is_linear", "0") != "0":
-        raise TreegenError("LightGBM linear trees cannot be imported (constant leaves only)")
-    leaf_value = _floats(t, "leaf_value", n_leaves)
+        raise TreegenError(f"{v.source}: LightGBM categorical splits cannot be imported (treegen tests numeric "
+                           "features only)")
+    if v.int_text(t.get("is_linear", "0"), f"{field}.is_linear", 0, 1, "flag"):
+        raise TreegenError(f"{v.source}: LightGBM linear trees cannot be imported (constant leaves only)")
+    if "shrinkage" in t:
+        v.number_text(t["shrinkage"], f"{field}.shrinkage", "shrinkage")
+    leaf_value = v.number_tokens(v.get(t, "leaf_value", field), f"{field}.leaf_value", n_leaves, "leaf value")
+    for key in ("leaf_weight",):
+        if key in t:
+            v.number_tokens(t[key], f"{field}.{key}", n_leaves, key.replace("_", " "))
+    if "leaf_count" in t:
+        v.int_tokens(t["leaf_count"], f"{field}.leaf_count", n_leaves, 0, 1 << 62, "count")
     if n_leaves == 1:
         return ImportedTree([0], [0.0], [LEAF], [LEAF], leaf_value, np.zeros(1, dtype=bool), output=output)
     n_int = n_leaves - 1
-    feat = _floats(t, "split_feature", n_int, int)
-    thr = _floats(t, "threshold", n_int)
-    dtype = _floats(t, "decision_type", n_int, int)
-    lc = _floats(t, "left_child", n_int, int)
-    rc = _floats(t, "right_child", n_int, int)
+    for key in ("split_gain", "internal_value", "internal_weight"):
+        if key in t:
+            v.number_tokens(t[key], f"{field}.{key}", n_int, key.replace("_", " "))
+    if "internal_count" in t:
+        v.int_tokens(t["internal_count"], f"{field}.internal_count", n_int, 0, 1 << 62, "count")
+    feat = v.int_tokens(v.get(t, "split_feature", field), f"{field}.split_feature", n_int, 0, n_features - 1,
+                        "feature index")
+    # LightGBM writes +-inf thresholds for "every finite value to one side": kept (see le_thresholds)
+    thr = v.number_tokens(v.get(t, "threshold", field), f"{field}.threshold", n_int, "threshold", finite=False)
+    dtype = v.int_tokens(v.get(t, "decision_type", field), f"{field}.decision_type", n_int, 0, 15, "decision type")
+    lc = v.int_tokens(v.get(t, "left_child", field), f"{field}.left_child", n_int, -n_leaves, n_int - 1, "child")
+    rc = v.int_tokens(v.get(t, "right_child", field), f"{field}.right_child", n_int, -n_leaves, n_int - 1, "child")
     if np.any(dtype & 1):
-        raise TreegenError("LightGBM categorical splits cannot be imported (treegen tests numeric features only)")
+        raise TreegenError(f"{v.source}: LightGBM categorical splits cannot be imported (treegen tests numeric "
+                           "features only)")
     missing = (dtype >> 2) & 3
+    if np.any(missing == 3):
+        i = int(np.flatnonzero(missing == 3)[0])
+        v.fail(f"{field}.decision_type[{i}]", f"decision type {int(dtype[i])}: unknown missing-value type 3")
     if np.any(missing == MISSING_ZERO):
-        raise TreegenError("LightGBM models trained with zero_as_missing cannot be imported "
+        raise TreegenError(f"{v.source}: LightGBM models trained with zero_as_missing cannot be imported "
                            "(values near 0 take the default branch)")
+    seen_node = np.zeros(n_int, dtype=bool)
+    seen_leaf = np.zeros(n_leaves, dtype=bool)
+    for side, kids in (("left_child", lc), ("right_child", rc)):
+        for i, c in enumerate(kids.tolist()):
+            if c == 0 or (c > 0 and seen_node[c]) or (c < 0 and seen_leaf[~c]):
+                v.fail(f"{field}.{side}[{i}]", f"child {c} is the root or already another node's child")
+            if c > 0:
+                seen_node[c] = True
+            else:
+                seen_leaf[~c] = True
     default_left = (dtype & 2) != 0
     # NaN: type NaN -> default side; type None -> treated as 0.0
     nan_left = np.where(missing == MISSING_NAN, default_left, 0.0 <= thr)
@@ -190,9 +301,22 @@ def _parse_tree(t: dict, output: int) -> ImportedTree:
     feature[:n_int], threshold[:n_int], miss[:n_int] = feat, thr, nan_left
     left[:n_int], right[:n_int] = node(lc), node(rc)
     value[n_int:] = leaf_value
-    if not np.all(np.isfinite(value)) or np.any(np.isnan(threshold)):
-        raise TreegenError("LightGBM model: non-finite leaf value or NaN threshold")
+    _check_depth(left, right, field, v)
     return ImportedTree(feature, threshold, left, right, value, miss, output=output)
+
+
+def _check_depth(left, right, field: str, v: Fields) -> None:
+    depth = np.zeros(left.shape[0], dtype=np.int64)
+    stack = [0]
+    while stack:
+        node = stack.pop()
+        if left[node] == LEAF:
+            continue
+        if depth[node] >= MAX_DEPTH:
+            v.fail(field, f"deeper than {MAX_DEPTH} levels")
+        for c in (int(left[node]), int(right[node])):
+            depth[c] = depth[node] + 1
+            stack.append(c)
 
 
 def sigmoid_decision_margin() -> float:

@@ -74,6 +74,7 @@ from treegen.core.tree import LEAF, Tree
 from treegen.core.version import __version__
 from treegen.importers.grid import _choose_scaling, _grid_threshold, f32_split  # noqa: F401 (f32_split: public)
 from treegen.core.float32 import grid_matches_raw
+from treegen.importers.validate import Fields
 
 CONTRACT_CHOICES = ("auto", "float32", "integer")
 WEIGHTED_COUNT_SCALE = 2.0 ** 20
@@ -95,7 +96,7 @@ def _require_sklearn():
 
 
 def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = None,
-                 input_contract: str = "auto") -> Model:
+                 input_contract: str = "auto", source_name: str = "scikit-learn model") -> Model:
     """Convert a fitted scikit-learn tree classifier into a treegen :class:`Model`.
 
     Parameters
@@ -114,6 +115,8 @@ def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = No
         How a forest combines its trees; default ``soft`` (scikit-learn's ``predict``).
     input_contract : {"auto", "float32", "integer"}
         The raw inputs the model is made for (see the module documentation).
+    source_name : str
+        What messages call the estimator (``treegen import`` passes the file name).
 
     Returns
     -------
@@ -127,7 +130,9 @@ def from_sklearn(estimator, feature_names=None, X=None, *, vote: str | None = No
     >>> (model.predict(X) == clf.predict(X)).all()                                  # doctest: +SKIP
     """
     sklearn, tree_cls, forest_cls = _require_sklearn()
+    from treegen.importers.sklearn_checks import check_estimator
     from treegen.importers.sklearn_values import VALUE_ESTIMATORS
+    check_estimator(estimator, Fields(source_name))
     if type(estimator).__name__ in VALUE_ESTIMATORS:   # regressors and gradient boosting: value trees
         from treegen.importers.sklearn_values import parse_sklearn_values
         from treegen.importers.value_model import ensemble_to_model

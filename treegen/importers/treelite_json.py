@@ -32,6 +32,8 @@ learning-to-rank and isolation forests, other postprocessors, averaged classifie
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import json
 import math
 from pathlib import Path
@@ -61,11 +63,22 @@ def looks_like_treelite(head: bytes) -> bool:
     return major == 4 and minor < 100 and patch < 100
 
 
+class TreeliteBytes(NamedTuple):
+    """A checkpoint already read (``treegen import`` reads a file once: a pipe works) and its name."""
+    raw: bytes
+    name: str
+
+
 def load_treelite_json(source) -> dict:
-    """The JSON dump of a Treelite model: ``source`` a ``treelite.Model``, a checkpoint path or its bytes,
-    or the parsed dump (``dict``)."""
+    """The JSON dump of a Treelite model: ``source`` a ``treelite.Model``, a checkpoint path, its bytes
+    (or :class:`TreeliteBytes`), or the parsed dump (``dict``)."""
     if isinstance(source, dict):
         return source
+    if isinstance(source, TreeliteBytes):
+        try:
+            return load_treelite_json(bytes(source.raw))
+        except TreegenError as exc:
+            raise TreegenError(str(exc).replace("the bytes", source.name, 1)) from None
     try:
         import treelite
     except ImportError:

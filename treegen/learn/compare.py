@@ -57,6 +57,7 @@ import numpy as np
 
 from treegen.core import stats
 from treegen.core.errors import DataError, TreegenError
+from treegen.core.limits import check_target_range
 from treegen.core.metrics import regression_scores, summary
 from treegen.learn.cluster_signals import children_ignore_sigint, deferred_stop_signals, raise_deferred
 from treegen.learn.compare_results import TASKS, ResultsFile
@@ -301,6 +302,7 @@ def target_values(data: CompareData) -> np.ndarray:
                         "(use --task classification)") from None
     if not np.all(np.isfinite(y)):
         raise DataError(f"dataset {data.name}: target values contain NaN or infinite values")
+    check_target_range(y, f"dataset {data.name}: target value", DataError)
     return y
 
 

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from treegen.core.errors import DataError
+from treegen.core.limits import check_target_range
 
 
 class DataConversionWarning(UserWarning):
@@ -124,6 +125,7 @@ def check_target(y, n_rows: int, owner: str) -> np.ndarray:
         raise DataError("a regressor needs numeric target values, got text labels") from None
     if not np.all(np.isfinite(y)):
         raise DataError("target values contain NaN or infinite values")
+    check_target_range(y, error=DataError)
     return y
 
 
