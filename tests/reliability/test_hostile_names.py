@@ -220,7 +220,8 @@ def test_hil_with_the_worst_name(here, capsys):
 
 
 @pytest.mark.parametrize("name, bad", [(f"$(touch {MARK})", "'$'"), (f"$HOME;touch {MARK}", "'$'"),
-                                       (f"tab\there;touch {MARK}", "'\\t'")])
+                                       (f"tab\there;touch {MARK}", "'\\t'")],
+                         ids=["dollar-subshell", "dollar-variable", "tab"])   # MARK differs per process (xdist)
 def test_a_dollar_or_tab_in_the_project_path_is_one_line(name, bad, here, capsys):
     """PlatformIO's SCons expands $NAME and $(...) in the project path, PlatformIO turns a tab into a
     space (each built in another folder, or failed): refused before anything is written."""
