@@ -3,7 +3,7 @@
 Usage::
 
     nice -n 10 python bench/tune_unseen.py [--datasets gls,zoo,ion,son,liv,bcw,hrts,lym]
-        [--targets qemu-m4,qemu-uno] [--algos cart,id3,de-pdt,rf] [--candidates 2] [--seed 0]
+        [--targets qemu-m4,simavr-uno] [--algos cart,id3,de-pdt,rf] [--candidates 2] [--seed 0]
         [--workers 1] [--jobs 1] [--out bench/results/tune_unseen] [--keep DIR]
 
 tune was developed and benched on irs (tests, docs), veh, pid and seg (bench/tune_bench.py); the
@@ -12,7 +12,7 @@ default datasets here are eight others of ``../shared/datasets`` of varied shape
 (dataset, target) runs the command a user types, as a separate process::
 
     treegen tune DATA --target qemu-m4 --max-flash 1KiB --max-latency-us 2 ...
-    treegen tune DATA --target qemu-uno --max-flash 2KiB ...
+    treegen tune DATA --target simavr-uno --max-flash 2KiB ...
 
 and records: its exit status (0 chosen; 2 nothing fits, one line; 1 no model within the budget
 passed its confirming HIL run; anything else, or a traceback, is "did not complete"), whether the
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 
 #: target -> its budget options
-BUDGETS = {"qemu-m4": ["--max-flash", "1KiB", "--max-latency-us", "2"], "qemu-uno": ["--max-flash", "2KiB"]}
+BUDGETS = {"qemu-m4": ["--max-flash", "1KiB", "--max-latency-us", "2"], "simavr-uno": ["--max-flash", "2KiB"]}
 DEFAULT_DATASETS = "gls,zoo,ion,son,liv,bcw,hrts,lym"
 
 
@@ -95,9 +95,8 @@ def markdown(records: list[dict], command: str, at_commit: str | None = None) ->
              "`../shared/datasets` (6 to 60 features, 2 to 7 classes, 101 to 699 rows). Each run is the command "
              "a user types, in its own process (the per-run commands below; `-o`/`--json`/`--plot` into a "
              "scratch folder, `RUN` below).", "",
-             "On qemu-uno the latency figures are QEMU's host-clock nanoseconds (its AVR machine has no "
-             "instruction counter), not the AVR's time: only the flash budget is set for the Uno; the emulated "
-             "Uno is moving to simavr (cycle-exact), where these runs are to be repeated.", "",
+             "The emulated Uno is simavr-uno (cycle-exact: its latencies are CPU cycles at 16 MHz); its budget "
+             "is the issue's 2 KiB of flash.", "",
              "Exit status: 0 a model chosen and confirmed on the device; 2 nothing fits the budget (one line); "
              "1 no model within the budget passed its confirming HIL run. *Completed*: one of those, the JSON "
              "and the plot written, no traceback.", "",
@@ -138,7 +137,7 @@ def markdown(records: list[dict], command: str, at_commit: str | None = None) ->
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", default=DEFAULT_DATASETS)
-    ap.add_argument("--targets", default="qemu-m4,qemu-uno")
+    ap.add_argument("--targets", default="qemu-m4,simavr-uno")
     ap.add_argument("--algos", default="cart,id3,de-pdt,rf")
     ap.add_argument("--candidates", type=int, default=2)
     ap.add_argument("--budget-minutes", type=float, default=None)
