@@ -90,10 +90,40 @@ def import_model(path, *, trust_pickle: bool = False, X=None, feature_names=None
         if not trust_pickle:
             raise TreegenError(f"{path} is a pickle/joblib file: loading it runs code from the file; pass "
                                "--trust-pickle (Python: trust_pickle=True) only for a file you trust")
-        return _from_estimator(_unpickle(raw, name), X, feature_names, name)
+        return _import_pickle_isolated(raw, name, X, feature_names)
     raise TreegenError(f"{path}: not a model file treegen can import (XGBoost JSON/UBJSON, CatBoost .cbm/JSON, "
                        "Treelite checkpoint, LightGBM model text, ONNX, or with --trust-pickle a pickled "
                        "scikit-learn/XGBoost/LightGBM estimator)")
+
+
+def _pickle_to_json(raw: bytes, name: str, X, feature_names) -> tuple[str, str]:
+    """In the child process: ("ok", the model's JSON) or ("error", the one-line refusal)."""
+    try:
+        return "ok", _from_estimator(_unpickle(raw, name), X, feature_names, name).to_json()
+    except TreegenError as exc:
+        return "error", str(exc)
+
+
+def _import_pickle_isolated(raw: bytes, name: str, X, feature_names):
+    """A trusted pickle is loaded in a child process: what its code or a damaged numpy/joblib payload does
+    (joblib's array reader can end the interpreter with SIGSEGV on a corrupt header) ends that process,
+    not treegen's; the model comes back as its JSON (load(save(m)) is exact), a refusal as one line."""
+    import concurrent.futures
+    import json
+    import multiprocessing
+
+    from treegen.core.model import Model
+
+    ctx = multiprocessing.get_context("spawn")
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+            kind, text = pool.submit(_pickle_to_json, raw, name, X, feature_names).result()
+    except concurrent.futures.process.BrokenProcessPool:
+        raise TreegenError(f"{name}: loading the pickle ended the process that read it (a damaged or hostile "
+                           "file: its own code, or joblib/numpy on a corrupt array)") from None
+    if kind == "error":
+        raise TreegenError(text)
+    return Model.from_dict(json.loads(text))
 
 
 def _unpickle(raw: bytes, name: str):
