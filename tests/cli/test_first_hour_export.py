@@ -126,7 +126,9 @@ def test_regression_hil_prints_rmse(regression, capsys, tmp_path):
                                       "-o", tmp_path / "hil", "--quiet"])
     assert code == 0, err + out
     line = next(x for x in out.splitlines() if x.startswith("RMSE"))
-    assert "device values vs the labels; the float model's" in line, line
+    assert " device, " in line and "on the raw rows (vs the target values)" in line, line
+    device, reference = (float(w) for w in line.split()[1:4:2])           # RMSE <device> device, <reference> ...
+    assert device > 0 and reference > 0
 
 
 def test_import_forest_names_the_cli_option_and_the_decision(files, capsys, tmp_path):

@@ -287,6 +287,8 @@ class ImportedEnsemble:
         out["base_score"] = [float(b) for b in self.base_score]
         out["decision_value"] = float(self.decision_value)
         out["tie_gap"] = float(self.tie_gap)
+        out["scale"] = float(self.scale)                     # CatBoost's scale and bias, after the trees
+        out["bias"] = None if self.bias is None else [float(b) for b in self.bias]
         return out | {"trees": trees}
 
     @classmethod
@@ -297,7 +299,9 @@ class ImportedEnsemble:
                                     for k in _TREE_ARRAYS),
                                   missing_left=t.get("missing_left"), output=int(t.get("output", 0)))
                      for t in d["trees"]]
-            return cls(trees=trees, **{k: d[k] for k in _ENSEMBLE_FIELDS})
+            bias = d.get("bias")
+            return cls(trees=trees, **{k: d[k] for k in _ENSEMBLE_FIELDS}, scale=float(d.get("scale", 1.0)),
+                       bias=None if bias is None else [float(b) for b in bias])
         except (KeyError, TypeError, ValueError) as exc:
             raise TreegenError(f"malformed library reference: {exc}") from None
 
