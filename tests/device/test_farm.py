@@ -305,7 +305,9 @@ def test_plugin_treegen_place_as_treegen_port(lab, models, work):
 def test_sigterm_during_hil_place_releases_it(lab, models, work):
     """SIGTERM while ``treegen hil --place`` runs: exit 143, the place released, its QEMU stopped."""
     argv = ["hil", models[2], "--target", "qemu-m4", "--place", "qemu-m4-1", "--coordinator", lab.address,
-            "--data", work / "big.csv", "-o", work / "builds" / "d4-qemu-m4", "--bench-iters", "100", "-q"]
+            "--data", work / "big.csv", "-o", work / "builds-sigterm", "--bench-iters", "20000", "-q"]
+    # a folder of its own: the module's earlier tests built d4 for qemu-m4, and a reused firmware made the
+    # run end before the signal (exit 0, or -15 once the handlers were restored at exit)
     proc = _start_farm(argv, work)
     for line in proc.stdout:
         if line.startswith("place "):
@@ -317,7 +319,7 @@ def test_sigterm_during_hil_place_releases_it(lab, models, work):
     assert proc.returncode == 143, out + err
     assert "qemu-m4-1" in held and who(lab.address).count("\n") <= 1
     assert err.strip().splitlines()[-1] == "treegen: interrupted by SIGTERM"
-    assert not _qemu_running(work / "builds" / "d4-qemu-m4")
+    assert not _qemu_running(work / "builds-sigterm")
 
 
 def test_coordinator_killed_mid_matrix_one_line_exit_2(models, work):
@@ -325,8 +327,8 @@ def test_coordinator_killed_mid_matrix_one_line_exit_2(models, work):
     the report written, one line at the end, exit 2."""
     with EmulatedLab(work / "lab3", specs(["qemu-m4@hostA", "native@hostB"])) as lab3:
         report_file = work / "c.json"
-        proc = _start_farm(farm_argv(lab3, models[:2], work / "big.csv", "-o", work / "builds", "--json",
-                                     report_file), work)
+        proc = _start_farm(farm_argv(lab3, models[:2], work / "big.csv", "-o", work / "builds-lost", "--json",
+                                     report_file), work)     # fresh builds: reused ones finished before the kill
         for line in proc.stderr:
             if " start " in line:
                 time.sleep(0.3)
@@ -339,4 +341,4 @@ def test_coordinator_killed_mid_matrix_one_line_exit_2(models, work):
         report = json.loads(report_file.read_text())
         assert report["coordinator_lost"] is True and len(report["cells"]) == 4
         assert all(c["result"] == "ERROR" and "lost the labgrid coordinator" in c["error"] for c in report["cells"])
-    assert not _qemu_running(work / "builds")
+    assert not _qemu_running(work / "builds-lost")
