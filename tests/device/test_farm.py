@@ -340,5 +340,6 @@ def test_coordinator_killed_mid_matrix_one_line_exit_2(models, work):
                                                 "during the matrix: 4 of 4 cells did not pass")
         report = json.loads(report_file.read_text())
         assert report["coordinator_lost"] is True and len(report["cells"]) == 4
-        assert all(c["result"] == "ERROR" and "lost the labgrid coordinator" in c["error"] for c in report["cells"])
+        assert all(c["result"] == "ERROR" and "lost the labgrid coordinator" in c["error"] for c in report["cells"]), \
+            [(c["result"], c["error"], c["attempts"]) for c in report["cells"]]
     assert not _qemu_running(work / "builds-lost")

@@ -135,6 +135,8 @@ class _Matrix:
                                          progress=lambda text: self.on_event("wait", place=place, text=text))
                         acquired = True
                     except FarmError as exc:
+                        if not self.lab.connected():    # the coordinator itself went away: stop the matrix
+                            self.cancel.set()
                         with self.lock:
                             self.unusable[place] = " ".join(str(exc).split())
                             self.active.pop(place, None)
@@ -334,11 +336,15 @@ def run_matrix(lab: Coordinator, models, places: dict, *, data, build_root, layo
             th.join(30)
         raise
     m._orphans()
+    lost = not lab.connected()
     for c in cells:                      # the matrix stopped early (the coordinator went away): not run
         if c.result is None:
             c.result = "ERROR"
-            c.error = (f"not run: lost the labgrid coordinator at {lab.address}" if not lab.connected()
-                       else "not run")
+            c.error = f"not run: lost the labgrid coordinator at {lab.address}" if lost else "not run"
+        elif lost and c.result == "ERROR" and "lost the labgrid coordinator" not in (c.error or ""):
+            # what the cell saw first (a place acquire cut off, an exporter seemingly gone) was the coordinator
+            # going away: the session notices a killed coordinator a moment after the calls in flight fail
+            c.error = f"lost the labgrid coordinator at {lab.address}: {c.error}"
     rows = [c.row() for c in cells]
     counts = {k: sum(r["result"] == k for r in rows) for k in ("PASS", "FAIL", "ERROR")}
     return {"format": REPORT_FORMAT, "coordinator": lab.address, "user": lab.user,
