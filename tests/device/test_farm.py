@@ -70,6 +70,9 @@ def models(work) -> list[Path]:
     lines = gzip.open(BCW, "rt").read().splitlines()
     (work / "rows.csv").write_text("\n".join(lines[:121]) + "\n")
     (work / "big.csv").write_text("\n".join([lines[0]] + lines[1:] * 2) + "\n")
+    # for the tests that interrupt a run: long enough (about 20 s a cell) that no run ends before its signal
+    (work / "huge.csv").write_text("\n".join([lines[0]] + lines[1:] * 20) + "\n")
+    (work / "long.csv").write_text("\n".join([lines[0]] + lines[1:] * 6) + "\n")     # about 6 s a cell
     out = []
     for depth in (2, 3, 4):
         path = work / f"d{depth}.json"
@@ -227,7 +230,7 @@ def _qemu_running(folder: Path) -> list[int]:
 
 
 def test_interrupt_releases_every_place(lab, models, work):
-    proc = _start_farm(farm_argv(lab, models, work / "big.csv", "-o", work / "builds"), work)
+    proc = _start_farm(farm_argv(lab, models, work / "huge.csv", "-o", work / "builds"), work)
     started = 0
     lines = []
     for line in proc.stderr:
@@ -250,7 +253,7 @@ def test_exporter_killed_mid_matrix_cells_retried_elsewhere(models, work):
     places = specs(["qemu-m4@hostA", "native@hostA", "qemu-m4@hostB", "native@hostB"])
     with EmulatedLab(work / "lab2", places) as lab2:
         report_file, junit = work / "k.json", work / "k.xml"
-        proc = _start_farm(farm_argv(lab2, models, work / "big.csv", "-o", work / "builds", "--json", report_file,
+        proc = _start_farm(farm_argv(lab2, models, work / "long.csv", "-o", work / "builds", "--json", report_file,
                                      "--junit", junit), work)
         log = []
         for line in proc.stderr:
@@ -305,7 +308,7 @@ def test_plugin_treegen_place_as_treegen_port(lab, models, work):
 def test_sigterm_during_hil_place_releases_it(lab, models, work):
     """SIGTERM while ``treegen hil --place`` runs: exit 143, the place released, its QEMU stopped."""
     argv = ["hil", models[2], "--target", "qemu-m4", "--place", "qemu-m4-1", "--coordinator", lab.address,
-            "--data", work / "big.csv", "-o", work / "builds-sigterm", "--bench-iters", "20000", "-q"]
+            "--data", work / "huge.csv", "-o", work / "builds-sigterm", "--bench-iters", "20000", "-q"]
     # a folder of its own: the module's earlier tests built d4 for qemu-m4, and a reused firmware made the
     # run end before the signal (exit 0, or -15 once the handlers were restored at exit)
     proc = _start_farm(argv, work)
@@ -327,7 +330,7 @@ def test_coordinator_killed_mid_matrix_one_line_exit_2(models, work):
     the report written, one line at the end, exit 2."""
     with EmulatedLab(work / "lab3", specs(["qemu-m4@hostA", "native@hostB"])) as lab3:
         report_file = work / "c.json"
-        proc = _start_farm(farm_argv(lab3, models[:2], work / "big.csv", "-o", work / "builds-lost", "--json",
+        proc = _start_farm(farm_argv(lab3, models[:2], work / "huge.csv", "-o", work / "builds-lost", "--json",
                                      report_file), work)     # fresh builds: reused ones finished before the kill
         for line in proc.stderr:
             if " start " in line:

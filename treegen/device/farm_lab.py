@@ -21,6 +21,7 @@ ser2net processes the exporters started.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
@@ -62,12 +63,30 @@ def specs(items) -> list[PlaceSpec]:
 
 _RNG = random.Random()
 _USED_PORTS: set[int] = set()
+_PORT_LOCKS: dict[int, int] = {}    # port -> the descriptor of its lock file, open while this process lives
+
+
+def _reserve(port: int) -> bool:
+    """An exclusive lock on ``port`` among this machine's treegen processes (a ``flock`` on
+    ``<tmp>/treegen-ports/<port>.lock``, released when this process ends): two labs started at once by
+    parallel test workers never publish the same port, even while the board on it is stopped between cells."""
+    folder = Path(tempfile.gettempdir()) / "treegen-ports"
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _PORT_LOCKS[port] = fd
+    return True
 
 
 def pick_port(used: set) -> int:
     """A TCP port of 127.0.0.1 free now, not in ``used`` (added to it), below the kernel's ephemeral range
     (32768-60999 on Linux), where client connections and bind(0) take theirs -- two successive bind(0)s can
-    return the same port, and a board's port is bound only while it runs."""
+    return the same port, and a board's port is bound only while it runs -- and reserved for this process
+    (:func:`_reserve`)."""
     for _ in range(200):
         port = _RNG.randrange(20000, 32768)
         if port in used:
@@ -77,6 +96,8 @@ def pick_port(used: set) -> int:
                 s.bind((HOST, port))
             except OSError:
                 continue
+        if not _reserve(port):
+            continue
         used.add(port)
         return port
     raise TreegenError("no free TCP port in 20000-32767 on 127.0.0.1")
