@@ -116,3 +116,32 @@ def test_cli_fit_with_a_teacher(irs, tmp_path, capsys):
                                "-o", tmp_path / "x.json"], "none.json")
     assert_user_error(capsys, ["fit", data, "--algo", "efti", "--teacher", "rf", "--teacher-samples", "50",
                                "-o", tmp_path / "x.json"], "teacher_samples must be a number in 0..20")
+
+
+def test_the_teacher_forest_is_reused_only_for_the_same_inputs(irs):
+    """teacher_forest keeps the last forests: the same rows, labels, seed and size give the kept trees; a
+    changed value, label, seed or size trains the forest those inputs make (as with an empty cache)."""
+    X, y = irs
+    Xn = X / 32768.0
+    yi = np.unique(y, return_inverse=True)[1].astype(np.int64)
+    distill._forests.clear()
+    kept = distill.teacher_forest(Xn, yi, 3, seed=1, n_trees=5)
+    assert distill.teacher_forest(Xn.copy(), yi.copy(), 3, seed=1, n_trees=5) is kept
+    Xc, yc = Xn.copy(), yi.copy()
+    Xc[7] = 1.0 - Xc[7]
+    yc[3] = (yc[3] + 1) % 3
+    for args, kw in (((Xc, yi), {"seed": 1, "n_trees": 5}), ((Xn, yc), {"seed": 1, "n_trees": 5}),
+                     ((Xn, yi), {"seed": 2, "n_trees": 5}), ((Xn, yi), {"seed": 1, "n_trees": 6})):
+        distill._forests.clear()
+        assert distill.teacher_forest(Xn, yi, 3, seed=1, n_trees=5) is not kept        # trained again: equal
+        kept = distill.teacher_forest(Xn, yi, 3, seed=1, n_trees=5)
+        got = distill.teacher_forest(*args, 3, **kw)                                    # with kept in the cache
+        distill._forests.clear()
+        fresh = distill.teacher_forest(*args, 3, **kw)
+        assert got is not kept and _arrays(got) == _arrays(fresh) and _arrays(got) != _arrays(kept)
+
+
+def _arrays(trees) -> list:
+    import dataclasses
+
+    return [tuple(np.asarray(getattr(t, f.name)).tobytes() for f in dataclasses.fields(t)) for t in trees]

@@ -27,6 +27,10 @@ every engine that trains on them.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from treegen.core.errors import TreegenError
@@ -93,17 +97,43 @@ def forest_votes(Xn: np.ndarray, y: np.ndarray, n_classes: int, rows: np.ndarray
                  n_trees: int = RF_TREES) -> np.ndarray:
     """The majority vote (ties: the lowest class) on ``rows`` of a random forest of CART trees trained on
     ``Xn, y`` — the forest of ``RFClassifier(n_trees, base='cart', max_features='sqrt')``, tree by tree
-    (:func:`treegen.learn.forest.fit_one`)."""
-    from treegen.learn import forest
-
-    k = forest.resolve_max_features("sqrt", Xn.shape[1])
+    (:func:`treegen.learn.forest.fit_one`). The forest is a function of its inputs: the last few trained
+    are kept (:func:`teacher_forest`), so the students of a search (``tune``'s candidates on one fold,
+    each distilled with other EFTI settings) share one teacher instead of training it again."""
     votes = np.zeros((rows.shape[0], n_classes), dtype=np.int64)
-    for t in range(n_trees):
-        tree, _, _ = forest.fit_one(t, Xn, y, n_classes, seed=seed, base="cart",
-                                    base_params={"criterion": "gini", "max_depth": None, "min_samples_leaf": 1},
-                                    sample_fraction=1.0, bagging="split", k=k)
+    for tree in teacher_forest(Xn, y, n_classes, seed=seed, n_trees=n_trees):
         votes[np.arange(rows.shape[0]), tree.predict_index(rows)] += 1
     return votes.argmax(axis=1).astype(np.int64)
+
+
+#: how many teacher forests a process keeps (a forest of 100 trees on n rows: about 100 x 2n nodes)
+KEEP_FORESTS = 2
+_forests: "OrderedDict[tuple, list]" = OrderedDict()
+_forests_lock = threading.Lock()
+
+
+def teacher_forest(Xn: np.ndarray, y: np.ndarray, n_classes: int, *, seed: int, n_trees: int = RF_TREES) -> list:
+    """The ``n_trees`` CART trees of the "rf" teacher on ``Xn, y`` (seeded), from the cache when the same
+    rows, labels, classes, seed and size were seen last (keyed by a digest of the arrays' bytes)."""
+    from treegen.learn import forest
+
+    Xn, y = np.ascontiguousarray(Xn), np.ascontiguousarray(y)
+    digest = hashlib.blake2b(Xn.tobytes(), digest_size=16)
+    digest.update(y.tobytes())
+    key = (digest.hexdigest(), Xn.shape, Xn.dtype.str, y.dtype.str, int(n_classes), int(seed), int(n_trees))
+    with _forests_lock:
+        if key in _forests:
+            _forests.move_to_end(key)
+            return _forests[key]
+    k = forest.resolve_max_features("sqrt", Xn.shape[1])
+    trees = [forest.fit_one(t, Xn, y, n_classes, seed=seed, base="cart",
+                            base_params={"criterion": "gini", "max_depth": None, "min_samples_leaf": 1},
+                            sample_fraction=1.0, bagging="split", k=k)[0] for t in range(n_trees)]
+    with _forests_lock:
+        _forests[key] = trees
+        while len(_forests) > KEEP_FORESTS:
+            _forests.popitem(last=False)
+    return trees
 
 
 def _teacher_votes(teacher, Xn, y, n_classes, pseudo, scaling, seed) -> np.ndarray:
