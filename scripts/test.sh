@@ -8,5 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# byte-compile the checkout once, as `pip install` does for a wheel: the suite starts a python process
+# for most commands it checks (and PYTHONDONTWRITEBYTECODE, if set, would make every one of them compile
+# treegen's modules again); python reads the .pyc files whatever that variable says
+python3 -m compileall -q -j 0 treegen hil tests >/dev/null
 workers=${TREEGEN_TEST_WORKERS:-$(( $(nproc) * 2 ))}
 python3 -m pytest -q -n "$workers" --dist loadfile "$@"

@@ -1,0 +1,95 @@
+"""Where the test suite's time goes: CPU seconds per test file and per test.
+
+Usage::
+
+    python bench/suite_cpu.py [--out bench/results/suite_cpu.md] [--top 30] [-- PYTEST_ARGS]
+
+Runs the README's test command (``bash scripts/test.sh``: setup, then pytest in parallel) with the plugin
+``bench/suite_cpu_plugin.py``, which logs for every test the CPU time of its process and of the child
+processes it reaped (compilers, emulators, CLI subprocesses) and its wall time. The report gives the
+whole run's wall time and CPU (this script's reaped children: every process of the run), the CPU the
+plugin attributed to tests, and the files and tests with the most CPU. On a machine with N cores the
+suite cannot take less wall time than its CPU / N: this is the table to cut from.
+
+CPU figures are what the kernel counted (``getrusage``), so they hold on a shared, noisy machine where
+wall times do not; a process not reaped by the test that started it (a server a fixture stops later)
+is counted against the test running when it is reaped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def summarise(rows: list[dict], top: int) -> tuple[list[tuple], list[dict]]:
+    files: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+    for r in rows:
+        f = files[r["id"].split("::")[0]]
+        f[0] += r["self"]
+        f[1] += r["children"]
+        f[2] += r["wall"]
+        f[3] += 1
+    by_file = sorted(((k, *v) for k, v in files.items()), key=lambda t: -(t[1] + t[2]))[:top]
+    by_test = sorted(rows, key=lambda r: -(r["self"] + r["children"]))[:top]
+    return by_file, by_test
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "suite_cpu.md"))
+    ap.add_argument("--top", type=int, default=30)
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    log = Path(tempfile.mkdtemp(prefix="suite_cpu_")) / "tests.jsonl"
+    env = dict(os.environ, SUITE_CPU_LOG=str(log),
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")) if p))
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", "scripts/test.sh", "-p", "suite_cpu_plugin", *extra], cwd=ROOT, env=env)
+    wall = time.monotonic() - t0
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rows = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+    by_file, by_test = summarise(rows, args.top)
+    attributed = sum(r["self"] + r["children"] for r in rows)
+    cores = os.cpu_count() or 1
+    command = "python bench/suite_cpu.py " + " ".join(argv)
+    out = [f"`{command}`", "",
+           f"Commit `{commit}`{' + uncommitted changes' if dirty else ''}, {time.strftime('%Y-%m-%d')}, Python "
+           f"{platform.python_version()}, {cores} cores, load average at the end "
+           f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}; pytest exit status {proc.returncode}.", "",
+           f"- whole run (`bash scripts/test.sh`, setup included): **{wall / 60:.1f} min wall**, "
+           f"{ru.ru_utime / 60:.1f} min user + {ru.ru_stime / 60:.1f} min system CPU = "
+           f"{(ru.ru_utime + ru.ru_stime) / 60:.1f} min ({(ru.ru_utime + ru.ru_stime) / cores / 60:.1f} min of "
+           f"wall on {cores} cores at best)",
+           f"- {len(rows)} tests; CPU attributed to them: {attributed / 60:.1f} min "
+           f"({sum(r['self'] for r in rows) / 60:.1f} in the test processes, "
+           f"{sum(r['children'] for r in rows) / 60:.1f} in the processes they started)", "",
+           f"## The {len(by_file)} files with the most CPU", "",
+           "| file | CPU s | of it children s | wall s (under load) | tests |", "|---|---:|---:|---:|---:|"]
+    out += [f"| {f} | {s + c:.1f} | {c:.1f} | {w:.1f} | {n} |" for f, s, c, w, n in by_file]
+    out += ["", f"## The {len(by_test)} tests with the most CPU", "", "| test | CPU s | wall s (under load) |",
+            "|---|---:|---:|"]
+    out += [f"| `{r['id']}` | {r['self'] + r['children']:.1f} | {r['wall']:.1f} |" for r in by_test]
+    Path(args.out).write_text("\n".join(out) + "\n", encoding="utf-8")
+    print("\n".join(out[:6]))
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
