@@ -144,21 +144,21 @@ def test_refusals_name_the_feature_or_field(tmp_path):
     doc = _doc(good)
     for mutate, message in (
             (lambda d: d["oblivious_trees"][1]["splits"][0].update(float_feature_index=99),
-             r"oblivious_trees\[1\]\.splits\[0\]\.float_feature_index: 99 is out of range 0\.\.9"),
+             r"oblivious_trees\[1\]\.splits\[0\]\.float_feature_index: feature index 99 is out of range 0\.\.9"),
             (lambda d: d["oblivious_trees"][0]["leaf_values"].pop(),
              r"oblivious_trees\[0\]\.leaf_values: 3 values, expected 4 leaves x 1 outputs"),
             (lambda d: d["oblivious_trees"][2]["splits"][1].update(border="0.5"),
-             r"oblivious_trees\[2\]\.splits\[1\]\.border: expected a finite number"),
+             r"oblivious_trees\[2\]\.splits\[1\]\.border: value must be a number, got a string"),
             (lambda d: d["oblivious_trees"][0]["splits"][0].update(border=1e300),
              r"border: 1e\+300 is outside the float32 range"),
             (lambda d: d["oblivious_trees"][0]["leaf_values"].__setitem__(0, float("nan")),
-             r"leaf_values\[0\]: expected a finite number"),
+             r"leaf_values\[0\]: value nan is not finite"),
             (lambda d: d["features_info"]["float_features"][2].update(nan_value_treatment="Sometimes"),
              r"float_features\[2\]\.nan_value_treatment: unknown value 'Sometimes'"),
             (lambda d: d["oblivious_trees"][0]["splits"][0].update(split_type="OnlineCtr"),
              r"split_type: 'OnlineCtr' splits cannot be imported"),
             (lambda d: d.update(scale_and_bias=[1.0, [0.0, 1.0]]), r"scale_and_bias\[1\]: 2 bias values for 1 outputs"),
-            (lambda d: d["oblivious_trees"][0].update(splits=[{}] * 17), r"splits: 17 entries, more than the 16"),
+            (lambda d: d["oblivious_trees"][0].update(splits=[{}] * 17), r"splits: has 17 entries, expected 0\.\.16"),
     ):
         bad = json.loads(json.dumps(doc))
         mutate(bad)

@@ -99,11 +99,11 @@ def test_refusals(tmp_path):
     doc = load_treelite_json(treelite.frontend.from_xgboost(est.get_booster()))
     for mutate, message in (
             (lambda d: d["trees"][1]["nodes"][0].update(split_feature_id=30),
-             r"trees\[1\]\.nodes\[0\]\.split_feature_id: 30 is out of range 0\.\.29"),
-            (lambda d: d["trees"][0]["nodes"][0].update(left_child=99), r"left_child: 99 is out of range"),
+             r"trees\[1\]\.nodes\[0\]\.split_feature_id: feature index 30 is out of range 0\.\.29"),
+            (lambda d: d["trees"][0]["nodes"][0].update(left_child=99), r"left_child: child index 99 is out of range"),
             (lambda d: d["trees"][0]["nodes"][0].update(comparison_op="=="), r"comparison_op: '==' cannot"),
             (lambda d: d["trees"][0]["nodes"][1].update(node_id=0), r"node 0 is listed twice"),
-            (lambda d: d["trees"][0]["nodes"][0].update(threshold=float("inf")), r"threshold: expected a finite"),
+            (lambda d: d["trees"][0]["nodes"][0].update(threshold=float("inf")), r"threshold: value inf is not finite"),
             (lambda d: d.update(num_target=2), r"num_target: 2 targets"),
             (lambda d: d.update(postprocessor="exponential"), r"postprocessor 'exponential'"),
             (lambda d: d["trees"][0]["nodes"][0].update(node_type="categorical_test_node"), r"node_type"),

@@ -46,6 +46,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.limits import MAX_CLASSES, MAX_FEATURES, MAX_NODES, MAX_TREES
 from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
+from treegen.importers.validate import Fields
 
 MAX_DEPTH = 16                 # CatBoost's own limit for symmetric trees
 CBM_MAGIC = b"CBM1"
@@ -56,6 +57,10 @@ IDENTITY_LOSSES = ("RMSE", "MAE", "Quantile", "Expectile", "MAPE", "Huber", "Lq"
 NAN_BIT = {"AsFalse": False, "AsIs": False, "AsTrue": True}
 
 __all__ = ["from_catboost", "parse_catboost", "load_catboost_json"]
+
+
+#: the field checks every importer shares (types, integer ranges, finite numbers, list lengths)
+_F = Fields("CatBoost model")
 
 
 def _fail(where: str, problem: str):
@@ -135,34 +140,6 @@ def load_catboost_json(source) -> dict:
     raise TreegenError(f"cannot import {type(source).__name__} as a CatBoost model")
 
 
-def _dict(v, where: str) -> dict:
-    if not isinstance(v, dict):
-        _fail(where, f"expected an object, got {type(v).__name__}")
-    return v
-
-
-def _list(v, where: str, max_len: int) -> list:
-    if not isinstance(v, list):
-        _fail(where, f"expected a list, got {type(v).__name__}")
-    if len(v) > max_len:
-        _fail(where, f"{len(v)} entries, more than the {max_len} treegen accepts")
-    return v
-
-
-def _int(v, where: str, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        _fail(where, f"expected an integer, got {v!r:.40}")
-    if not lo <= v <= hi:
-        _fail(where, f"{v} is out of range {lo}..{hi}")
-    return v
-
-
-def _float(v, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        _fail(where, f"expected a finite number, got {v!r:.40}")
-    return float(v)
-
-
 def _feature_name(f: dict, index: int) -> str:
     name = f.get("feature_id") if isinstance(f, dict) else None
     return f"{name!r} (index {index})" if name else f"index {index}"
@@ -170,7 +147,7 @@ def _feature_name(f: dict, index: int) -> str:
 
 def _features(doc: dict) -> tuple[list[str], np.ndarray]:
     """Feature names and the NaN bit of each float feature; refuses every other kind of feature."""
-    info = _dict(doc.get("features_info"), "features_info")
+    info = _F.obj(doc.get("features_info"), "features_info")
     for kind, what in (("categorical_features", "categorical feature"), ("text_features", "text feature"),
                        ("embedding_features", "embedding feature")):
         feats = info.get(kind) or []
@@ -181,14 +158,14 @@ def _features(doc: dict) -> tuple[list[str], np.ndarray]:
                   "numeric features only; retrain with it encoded as numbers, or without it)")
     if info.get("ctrs"):
         _fail("features_info.ctrs", "CTR features (from categorical features) cannot be imported")
-    floats = _list(info.get("float_features"), "features_info.float_features", MAX_FEATURES)
+    floats = _F.list(info.get("float_features"), "features_info.float_features", 0, MAX_FEATURES)
     if not floats:
         _fail("features_info.float_features", "the model has no float features")
     names, nan_bit = [], np.zeros(len(floats), dtype=bool)
     for i, f in enumerate(floats):
         where = f"features_info.float_features[{i}]"
-        f = _dict(f, where)
-        flat = _int(f.get("flat_feature_index", f.get("feature_index")), f"{where}.flat_feature_index", 0,
+        f = _F.obj(f, where)
+        flat = _F.int(f.get("flat_feature_index", f.get("feature_index")), f"{where}.flat_feature_index", 0,
                     MAX_FEATURES - 1)
         if flat != i:
             _fail(f"{where}.flat_feature_index", f"{flat}, expected {i} (float features in input order)")
@@ -228,26 +205,27 @@ def _classes(doc: dict) -> list | None:
 
 
 def _oblivious_tree(t, where: str, dim: int, n_features: int, nan_bit: np.ndarray) -> list[ImportedTree]:
-    t = _dict(t, where)
-    splits = _list(t.get("splits", []), f"{where}.splits", MAX_DEPTH)
+    t = _F.obj(t, where)
+    splits = _F.list(t.get("splits", []), f"{where}.splits", 0, MAX_DEPTH)
     depth = len(splits)
     n_leaves = 1 << depth
-    values = _list(t.get("leaf_values"), f"{where}.leaf_values", n_leaves * dim)
+    values = _F.list(t.get("leaf_values"), f"{where}.leaf_values", 0, n_leaves * dim)
     if len(values) != n_leaves * dim:
         _fail(f"{where}.leaf_values", f"{len(values)} values, expected {n_leaves} leaves x {dim} outputs "
               f"= {n_leaves * dim}")
-    vals = np.asarray([_float(v, f"{where}.leaf_values[{i}]") for i, v in enumerate(values)]).reshape(n_leaves, dim)
+    vals = np.asarray([_F.number(v, f"{where}.leaf_values[{i}]") for i, v in enumerate(values)]).reshape(n_leaves, dim)
     feat = np.zeros(depth, dtype=np.int64)
     border = np.zeros(depth)
     for i, s in enumerate(splits):
         sw = f"{where}.splits[{i}]"
-        s = _dict(s, sw)
+        s = _F.obj(s, sw)
         kind = s.get("split_type", "FloatFeature")
         if kind != "FloatFeature":
             _fail(f"{sw}.split_type", f"{kind!r:.40} splits cannot be imported (only FloatFeature: categorical "
                   "one-hot and CTR splits need the categorical features)")
-        feat[i] = _int(s.get("float_feature_index"), f"{sw}.float_feature_index", 0, n_features - 1)
-        b = _float(s.get("border"), f"{sw}.border")
+        feat[i] = _F.int(s.get("float_feature_index"), f"{sw}.float_feature_index", 0, n_features - 1,
+                         "feature index")
+        b = _F.number(s.get("border"), f"{sw}.border")
         if abs(b) > float(np.finfo(np.float32).max):
             _fail(f"{sw}.border", f"{b!r} is outside the float32 range")
         border[i] = float(np.float32(b))
@@ -280,7 +258,7 @@ def _oblivious_tree(t, where: str, dim: int, n_features: int, nan_bit: np.ndarra
 
 def parse_catboost(source, classes=None) -> ImportedEnsemble:
     """Parse a CatBoost model (see the module documentation) into an :class:`ImportedEnsemble`."""
-    doc = _dict(load_catboost_json(source), "the document")
+    doc = _F.obj(load_catboost_json(source), "the document")
     if classes is None and hasattr(source, "classes_") and getattr(source, "classes_", None) is not None:
         classes = [c.item() if isinstance(c, np.generic) else c for c in np.asarray(source.classes_).tolist()]
     if "trees" in doc and "oblivious_trees" not in doc:
@@ -300,20 +278,20 @@ def parse_catboost(source, classes=None) -> ImportedEnsemble:
     else:
         _fail("model_info.params.loss_function", f"loss {loss!r:.60} cannot be imported (supported: "
               f"{', '.join(BINARY_LOSSES + MULTICLASS_LOSSES + IDENTITY_LOSSES)}: links logistic, softmax, identity)")
-    jtrees = _list(doc["oblivious_trees"], "oblivious_trees", MAX_TREES)
+    jtrees = _F.list(doc["oblivious_trees"], "oblivious_trees", 0, MAX_TREES)
     if not jtrees:
         _fail("oblivious_trees", "the model has no trees")
-    sb = _list(doc.get("scale_and_bias", [1.0, [0.0]]), "scale_and_bias", 2)
+    sb = _F.list(doc.get("scale_and_bias", [1.0, [0.0]]), "scale_and_bias", 0, 2)
     if len(sb) != 2:
         _fail("scale_and_bias", f"expected [scale, [bias, ...]], got {len(sb)} entries")
-    scale = _float(sb[0], "scale_and_bias[0]")
+    scale = _F.number(sb[0], "scale_and_bias[0]")
     bias_raw = sb[1] if isinstance(sb[1], list) else [sb[1]]
-    bias = [_float(b, f"scale_and_bias[1][{i}]") for i, b in enumerate(_list(bias_raw, "scale_and_bias[1]",
+    bias = [_F.number(b, f"scale_and_bias[1][{i}]") for i, b in enumerate(_F.list(bias_raw, "scale_and_bias[1]", 0,
                                                                              MAX_CLASSES))]
     if dim == 0:   # multiclass: the dimension from the first tree's leaves
-        t0 = _dict(jtrees[0], "oblivious_trees[0]")
-        d0 = len(_list(t0.get("splits", []), "oblivious_trees[0].splits", MAX_DEPTH))
-        nv = len(_list(t0.get("leaf_values"), "oblivious_trees[0].leaf_values", MAX_CLASSES << MAX_DEPTH))
+        t0 = _F.obj(jtrees[0], "oblivious_trees[0]")
+        d0 = len(_F.list(t0.get("splits", []), "oblivious_trees[0].splits", 0, MAX_DEPTH))
+        nv = len(_F.list(t0.get("leaf_values"), "oblivious_trees[0].leaf_values", 0, MAX_CLASSES << MAX_DEPTH))
         if nv % (1 << d0) or not 2 <= nv >> d0 <= MAX_CLASSES:
             _fail("oblivious_trees[0].leaf_values", f"{nv} values do not fit {1 << d0} leaves x 2+ classes")
         dim = nv >> d0
@@ -326,7 +304,7 @@ def parse_catboost(source, classes=None) -> ImportedEnsemble:
               f"than the {MAX_TREES} treegen accepts")
     trees = []
     for i, t in enumerate(jtrees):
-        d = len(_list(_dict(t, f"oblivious_trees[{i}]").get("splits", []), f"oblivious_trees[{i}].splits",
+        d = len(_F.list(_F.obj(t, f"oblivious_trees[{i}]").get("splits", []), f"oblivious_trees[{i}].splits", 0,
                       MAX_DEPTH))
         if (2 << d) - 1 > MAX_NODES:
             _fail(f"oblivious_trees[{i}]", f"depth {d} is more than treegen accepts")

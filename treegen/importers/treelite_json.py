@@ -35,7 +35,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -43,12 +42,17 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.limits import MAX_CLASSES, MAX_FEATURES, MAX_NODES, MAX_TREES
 from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
+from treegen.importers.validate import Fields
 
 F32_SIGMOID_MARGIN = 1.5 * 2.0 ** -24
 F64_SIGMOID_MARGIN = 1.5 * 2.0 ** -53
 TIE_GAP = {"float32": 2.0 ** -22, "float64": 2.0 ** -51}
 
 __all__ = ["from_treelite", "parse_treelite", "load_treelite_json", "looks_like_treelite"]
+
+
+#: the field checks every importer shares (types, integer ranges, finite numbers, list lengths)
+_F = Fields("Treelite model")
 
 
 def _fail(where: str, problem: str):
@@ -108,37 +112,15 @@ def load_treelite_json(source) -> dict:
         raise TreegenError(f"Treelite model: its JSON dump is unreadable ({exc})") from None
 
 
-def _int(v, where: str, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        _fail(where, f"expected an integer, got {v!r:.40}")
-    if not lo <= v <= hi:
-        _fail(where, f"{v} is out of range {lo}..{hi}")
-    return v
-
-
-def _float(v, where: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        _fail(where, f"expected a finite number, got {v!r:.40}")
-    return float(v)
-
-
-def _list(v, where: str, max_len: int) -> list:
-    if not isinstance(v, list):
-        _fail(where, f"expected a list, got {type(v).__name__}")
-    if len(v) > max_len:
-        _fail(where, f"{len(v)} entries, more than the {max_len} treegen accepts")
-    return v
-
-
 def _parse_tree(t, where: str, n_features: int, n_values: int, f32_thr: bool, f32_leaf: bool):
     """(feature, threshold, op, left, right, missing_left, leaf values (n_nodes, n_values)) in node-id order."""
     if not isinstance(t, dict):
         _fail(where, "expected an object")
     if t.get("has_categorical_split"):
         _fail(f"{where}.has_categorical_split", "categorical splits cannot be imported (numeric features only)")
-    nodes = _list(t.get("nodes"), f"{where}.nodes", MAX_NODES)
+    nodes = _F.list(t.get("nodes"), f"{where}.nodes", 0, MAX_NODES)
     n = len(nodes)
-    if n == 0 or _int(t.get("num_nodes", n), f"{where}.num_nodes", 1, MAX_NODES) != n:
+    if n == 0 or _F.int(t.get("num_nodes", n), f"{where}.num_nodes", 1, MAX_NODES) != n:
         _fail(f"{where}.num_nodes", f"{t.get('num_nodes')} does not match the {n} nodes listed")
     feat = np.zeros(n, dtype=np.int64)
     thr = np.zeros(n)
@@ -152,7 +134,7 @@ def _parse_tree(t, where: str, n_features: int, n_values: int, f32_thr: bool, f3
         w = f"{where}.nodes[{j}]"
         if not isinstance(nd, dict):
             _fail(w, "expected an object")
-        i = _int(nd.get("node_id"), f"{w}.node_id", 0, n - 1)
+        i = _F.int(nd.get("node_id"), f"{w}.node_id", 0, n - 1)
         if seen[i]:
             _fail(f"{w}.node_id", f"node {i} is listed twice")
         seen[i] = True
@@ -161,7 +143,7 @@ def _parse_tree(t, where: str, n_features: int, n_values: int, f32_thr: bool, f3
             v = v if isinstance(v, list) else [v]
             if len(v) != n_values:
                 _fail(f"{w}.leaf_value", f"{len(v)} values, expected {n_values}")
-            vals[i] = [_float(x, f"{w}.leaf_value") for x in v]
+            vals[i] = [_F.number(x, f"{w}.leaf_value") for x in v]
             if f32_leaf:
                 vals[i] = vals[i].astype(np.float32)
             continue
@@ -171,15 +153,15 @@ def _parse_tree(t, where: str, n_features: int, n_values: int, f32_thr: bool, f3
         op = nd.get("comparison_op")
         if op not in ("<", "<=", ">", ">="):
             _fail(f"{w}.comparison_op", f"{op!r:.10} cannot be imported (<, <=, >, >=)")
-        feat[i] = _int(nd.get("split_feature_id"), f"{w}.split_feature_id", 0, n_features - 1)
-        t_ = _float(nd.get("threshold"), f"{w}.threshold")
+        feat[i] = _F.int(nd.get("split_feature_id"), f"{w}.split_feature_id", 0, n_features - 1, "feature index")
+        t_ = _F.number(nd.get("threshold"), f"{w}.threshold")
         if f32_thr:
             if abs(t_) > float(np.finfo(np.float32).max):
                 _fail(f"{w}.threshold", f"{t_!r} is outside the float32 range")
             t_ = float(np.float32(t_))
         thr[i] = t_
-        lc = _int(nd.get("left_child"), f"{w}.left_child", 1, n - 1)
-        rc = _int(nd.get("right_child"), f"{w}.right_child", 1, n - 1)
+        lc = _F.int(nd.get("left_child"), f"{w}.left_child", 1, n - 1, "child index")
+        rc = _F.int(nd.get("right_child"), f"{w}.right_child", 1, n - 1, "child index")
         dl = nd.get("default_left", False)
         if not isinstance(dl, bool):
             _fail(f"{w}.default_left", f"expected true or false, got {dl!r:.20}")
@@ -195,12 +177,12 @@ def parse_treelite(source, classes=None) -> ImportedEnsemble:
     d = load_treelite_json(source)
     if not isinstance(d, dict) or "trees" not in d or "task_type" not in d:
         raise TreegenError("not a Treelite model dump: no 'trees' / 'task_type'")
-    n_features = _int(d.get("num_feature"), "num_feature", 1, MAX_FEATURES)
-    if _int(d.get("num_target", 1), "num_target", 1, MAX_CLASSES) != 1:
+    n_features = _F.int(d.get("num_feature"), "num_feature", 1, MAX_FEATURES)
+    if _F.int(d.get("num_target", 1), "num_target", 1, MAX_CLASSES) != 1:
         _fail("num_target", f"{d.get('num_target')} targets: multi-target models cannot be imported")
     task_type = d["task_type"]
-    num_class = _list(d.get("num_class", [1]), "num_class", 1)
-    n_class = _int(num_class[0] if num_class else 1, "num_class[0]", 1, MAX_CLASSES)
+    num_class = _F.list(d.get("num_class", [1]), "num_class", 0, 1)
+    n_class = _F.int(num_class[0] if num_class else 1, "num_class[0]", 1, MAX_CLASSES)
     post = d.get("postprocessor")
     thr_type, leaf_type = d.get("threshold_type"), d.get("leaf_output_type")
     for key, v in (("threshold_type", thr_type), ("leaf_output_type", leaf_type)):
@@ -221,18 +203,18 @@ def parse_treelite(source, classes=None) -> ImportedEnsemble:
     if averaged and task != "regression":
         _fail("average_tree_output", "an averaged (forest) classifier cannot be imported from Treelite: treegen "
               "imports forest classifiers as class-count trees, import the scikit-learn model itself")
-    jtrees = _list(d["trees"], "trees", MAX_TREES)
+    jtrees = _F.list(d["trees"], "trees", 0, MAX_TREES)
     if not jtrees:
         _fail("trees", "the model has no trees")
-    shape = _list(d.get("leaf_vector_shape", [1, 1]), "leaf_vector_shape", 2)
+    shape = _F.list(d.get("leaf_vector_shape", [1, 1]), "leaf_vector_shape", 0, 2)
     if len(shape) != 2 or shape[0] != 1:
         _fail("leaf_vector_shape", f"{shape!r:.40}: one target only")
-    n_values = _int(shape[1], "leaf_vector_shape[1]", 1, MAX_CLASSES)
-    class_id = _list(d.get("class_id", [0] * len(jtrees)), "class_id", MAX_TREES)
+    n_values = _F.int(shape[1], "leaf_vector_shape[1]", 1, MAX_CLASSES)
+    class_id = _F.list(d.get("class_id", [0] * len(jtrees)), "class_id", 0, MAX_TREES)
     if len(class_id) != len(jtrees):
         _fail("class_id", f"{len(class_id)} entries for {len(jtrees)} trees")
-    base = [_float(b, f"base_scores[{k}]") for k, b in
-            enumerate(_list(d.get("base_scores", [0.0] * n_out), "base_scores", MAX_CLASSES))]
+    base = [_F.number(b, f"base_scores[{k}]") for k, b in
+            enumerate(_F.list(d.get("base_scores", [0.0] * n_out), "base_scores", 0, MAX_CLASSES))]
     if len(base) != n_out:
         _fail("base_scores", f"{len(base)} values for {n_out} outputs")
     if averaged and any(base):
@@ -243,7 +225,7 @@ def parse_treelite(source, classes=None) -> ImportedEnsemble:
     trees, ops = [], set()
     for i, t in enumerate(jtrees):
         w = f"trees[{i}]"
-        cid = _int(class_id[i], f"class_id[{i}]", -1, n_out - 1)
+        cid = _F.int(class_id[i], f"class_id[{i}]", -1, n_out - 1)
         if (cid == -1) != (n_values > 1) or (n_values > 1 and n_values != n_out):
             _fail(f"class_id[{i}]", f"{cid} with leaves of {n_values} values for {n_out} outputs")
         feat, thr, tops, left, right, miss, vals = _parse_tree(t, w, n_features, n_values, f32_thr, f32_leaf)
