@@ -32,7 +32,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.limits import MAX_CLASSES, MAX_DEPTH, MAX_FEATURES, MAX_NODES, MAX_TREES
 from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
-from treegen.importers.reader import read_source
+from treegen.importers.reader import NamedBytes, read_source
 from treegen.importers.validate import Fields, show
 
 SOFTMAX_TIE_GAP = 2.0 ** -51    # double softmax: outputs further apart never round to one probability
@@ -43,16 +43,10 @@ MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 __all__ = ["from_lightgbm", "parse_lightgbm", "load_lightgbm_text", "LightGBMBytes"]
 
 
-class LightGBMBytes(bytes):
-    """The bytes of a LightGBM model text file read by :func:`~treegen.importers.reader.read_source`,
-    with the ``name`` the messages give it."""
+class LightGBMBytes(NamedBytes):
+    """The bytes of a LightGBM model text file."""
 
     name = "LightGBM model"
-
-    def __new__(cls, raw: bytes, name: str = "LightGBM model"):
-        obj = super().__new__(cls, raw)
-        obj.name = str(name)
-        return obj
 
 
 def load_lightgbm_text(source) -> tuple[str, str]:

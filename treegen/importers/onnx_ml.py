@@ -30,7 +30,7 @@ import numpy as np
 
 from treegen.core.errors import TreegenError
 from treegen.core.limits import MAX_CLASSES, MAX_FEATURES, MAX_TREES
-from treegen.importers.reader import read_source
+from treegen.importers.reader import NamedBytes, read_source
 from treegen.importers.validate import Fields, show
 from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree, le_threshold
 
@@ -60,16 +60,10 @@ def onnx_tree_node(model):
     return nodes[0]
 
 
-class OnnxBytes(bytes):
-    """The bytes of an ONNX model file read by :func:`~treegen.importers.reader.read_source`, with the
-    ``name`` the messages give it."""
+class OnnxBytes(NamedBytes):
+    """The bytes of an ONNX model file."""
 
     name = "ONNX model"
-
-    def __new__(cls, raw: bytes, name: str = "ONNX model"):
-        obj = super().__new__(cls, raw)
-        obj.name = str(name)
-        return obj
 
 
 def _load(source):

@@ -27,12 +27,25 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.limits import MAX_MODEL_BYTES, bytes_text
 
-__all__ = ["MAX_IMPORT_BYTES", "MAX_IMPORT_DEPTH", "read_source", "loads_json", "loads_ubjson"]
+__all__ = ["MAX_IMPORT_BYTES", "MAX_IMPORT_DEPTH", "NamedBytes", "read_source", "loads_json", "loads_ubjson"]
 
 MAX_IMPORT_BYTES = max(MAX_MODEL_BYTES, 256 << 20)
 MAX_IMPORT_DEPTH = 64        # XGBoost's documents nest 7 levels; a model needs no more than a few
 MAX_INT_DIGITS = 20
 CHUNK = 1 << 20
+
+
+class NamedBytes(bytes):
+    """The bytes of a model file read by :func:`read_source`, with the ``name`` the messages give it
+    (the file's name; by default the format's, the class attribute). One subclass per format, so an
+    importer knows the bytes it is given are its own format's."""
+
+    name = "model"
+
+    def __new__(cls, raw: bytes, name: str | None = None):
+        obj = super().__new__(cls, raw)
+        obj.name = str(cls.name if name is None else name)
+        return obj
 
 
 def read_source(path, limit: int | None = None) -> bytes:

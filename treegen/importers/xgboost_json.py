@@ -34,7 +34,7 @@ import numpy as np
 from treegen.core.errors import TreegenError
 from treegen.core.limits import MAX_CLASSES, MAX_DEPTH, MAX_FEATURES, MAX_NAME, MAX_NODES, MAX_TREES
 from treegen.importers.ensemble import LEAF, ImportedEnsemble, ImportedTree
-from treegen.importers.reader import loads_json, loads_ubjson, read_source
+from treegen.importers.reader import NamedBytes, loads_json, loads_ubjson, read_source
 from treegen.importers.validate import Fields, show
 
 SIGMOID_MARGIN = 1.5 * 2.0 ** -24    # the largest float32 margin XGBoost 3.2's float32 sigmoid maps to 0.5
@@ -65,16 +65,10 @@ def _require_xgboost(why: str):
     return xgboost
 
 
-class XGBoostBytes(bytes):
-    """The bytes of an XGBoost model file (JSON or UBJSON) read by :func:`~treegen.importers.reader.read_source`,
-    with the ``name`` the messages give it."""
+class XGBoostBytes(NamedBytes):
+    """The bytes of an XGBoost model file (JSON or UBJSON)."""
 
     name = "XGBoost model"
-
-    def __new__(cls, raw: bytes, name: str = "XGBoost model"):
-        obj = super().__new__(cls, raw)
-        obj.name = str(name)
-        return obj
 
 
 def _decode(raw: bytes, name: str):
