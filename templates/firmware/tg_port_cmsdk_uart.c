@@ -23,7 +23,7 @@
  *   QEMU feeds the UART one byte per main-loop pass (~20-45 us per byte).
  *
  * Counter: SysTick with CLKSOURCE = processor clock, reload 0xFFFFFF, free running, no interrupt.
- *   Under QEMU with -icount shift=0,align=off,sleep=off each instruction advances virtual time by
+ *   Under QEMU with -icount shift=0,align=off,sleep=on each instruction advances virtual time by
  *   1 ns, and SysTick ticks at the board's system clock: one tick per 40 instructions at 25 MHz
  *   (mps2 AN385/386/500), 50 at 20 MHz (AN505), 31.25 at 32 MHz (AN547) -- not one per
  *   instruction. The ratio is kept in 1/256 instruction (Q8: 10240, 12800, 8000), so fractional

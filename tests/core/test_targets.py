@@ -64,7 +64,7 @@ def test_emulated_targets(name):
     assert f"-mcpu={core}" in t.cflags
     assert t.fpu == t.dsp == (core != "cortex-m3")
     assert t.emulator["machine"] == machine and t.emulator["uart_base"] == 0x40004000
-    assert "shift=0,align=off,sleep=off" in t.emulator["args"]
+    assert "shift=0,align=off,sleep=on" in t.emulator["args"]
     assert t.platformio["platform"] == "treegen-qemu"
     assert t.ram_kb == 4096 and t.clock_hz == 25_000_000   # mps.ssram23 at 0x20000000 (QEMU info mtree)
 
@@ -87,7 +87,7 @@ def test_trustzone_emulated_targets(name):
     assert (emu["machine"], emu["uart_base"], emu["uart_irq"], emu["flash_base"], emu["ram_base"]) == \
         (machine, uart, irq, flash_base, ram_base)
     assert (t.clock_hz, t.flash_kb, t.ram_kb) == (clock, flash_kb, ram_kb)
-    assert "shift=0,align=off,sleep=off" in emu["args"]
+    assert "shift=0,align=off,sleep=on" in emu["args"]
     generic = targets.get(core)        # the generic export target of the same core
     assert generic.kind == "mcu" and generic.core == core and generic.dsp and generic.mve == mve
     assert targets.get("cortex-m4").mve is False
@@ -219,7 +219,7 @@ def test_hifive1_and_its_qemu_machine():
     assert board.upload == {"uploader": "openocd", "openocd_config": "board/sifive-hifive1.cfg",
                             "probe": board.upload["probe"]}
     assert qemu.emulator["qemu"] == "qemu-system-riscv32" and qemu.emulator["machine"] == "sifive_e"
-    assert "shift=0,align=off,sleep=off" in qemu.emulator["args"]
+    assert "shift=0,align=off,sleep=on" in qemu.emulator["args"]
 
 
 def test_soc_toolchain_and_link_flags_are_checked(tmp_path):

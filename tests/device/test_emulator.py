@@ -295,3 +295,31 @@ def test_a_port_another_process_listens_on_is_not_our_boards():
             other.kill()
             other.wait()
     assert _proc_listening(port, os.getpid()) is False
+
+
+def _cpu_seconds(pid: int) -> float:
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("target", ["qemu-m4", "qemu-m55"])
+def test_an_idle_board_uses_no_host_cpu(firmware, target):
+    """A booted board waiting for its next request (WFI in tg_port_getc) sleeps on the host: QEMU runs
+    with -icount sleep=on. With sleep=off an idle QEMU jumped virtual time from one SysTick deadline to
+    the next as fast as it could: 0.35-0.6 s of CPU per second of waiting (measured), taken from
+    every other job of the machine."""
+    with QemuBoard(target, firmware[target]) as board:
+        link = serial.serial_for_url(board.url, timeout=10)
+        try:
+            link.write(b"I")
+            read_exact(link, 4)                       # booted and calibrated: now waiting in WFI
+            before = _cpu_seconds(board.process.pid)
+            time.sleep(2.0)
+            used = _cpu_seconds(board.process.pid) - before
+            link.write(b"a")
+            assert read_exact(link, 1) == b"A"        # and it still answers
+        finally:
+            link.close()
+    assert used < 0.15, f"QEMU used {used:.2f} s of CPU in 2 s of waiting"

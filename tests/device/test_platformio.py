@@ -169,7 +169,7 @@ def test_emulated_ini_is_fully_offline(tmp_path, name):
     assert board["build"]["ram_size"] == board["upload"]["maximum_ram_size"] == t.ram_kb * 1024
     assert ["TG_UART_BASE", "0x40004000u"] in board["build"]["defines"]
     assert ["TG_INSNS_PER_TICK_Q8", "10240u"] in board["build"]["defines"]   # 25 MHz SysTick: 40 instructions/tick (Q8)
-    assert "shift=0,align=off,sleep=off" in board["upload"]["qemu_args"]
+    assert "shift=0,align=off,sleep=on" in board["upload"]["qemu_args"]
 
     scons = out / "offline" / "packages" / "tool-scons"
     assert json.loads((scons / "package.json").read_text())["version"] == "4.41101.0"

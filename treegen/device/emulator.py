@@ -13,8 +13,12 @@ or ``simavr`` (:class:`treegen.device.simavr.SimavrBoard`, the AVR boards);
 connect promptly; pyserial's ``serial_for_url`` reaches it exactly like a real ``/dev/ttyACM0``.
 
 QEMU starts with ``-chardev socket,...,server=on,wait=on,nodelay=on``; its arguments come from the
-target's ``[emulator]`` table (machine, ``-icount shift=0,align=off,sleep=off`` for repeatable
-instruction counts; ``firmware_option``: ``-kernel`` or ``-bios``). The emulator is killed when the
+target's ``[emulator]`` table (machine, ``-icount shift=0,align=off,sleep=on`` for repeatable
+instruction counts; ``firmware_option``: ``-kernel`` or ``-bios``). ``sleep=on``: a board waiting
+in WFI for its UART sleeps on the host. With ``sleep=off`` QEMU instead jumps virtual time from one
+timer deadline to the next (the free-running SysTick's) as fast as it can, and an idle board took
+most of a host core while waiting for the next request; no instruction count changes (a timed span
+never includes waiting: the harness times computations only). The emulator is killed when the
 ``with`` block ends, whatever happens inside it; it runs in its own process group, registered with
 :mod:`treegen.device.processes` (stopped at exit even if the ``with`` block is never left).
 """
@@ -34,7 +38,7 @@ from treegen.core.errors import TreegenError
 from treegen.device import processes
 
 DEFAULT_QEMU = "qemu-system-arm"
-DEFAULT_ARGS = ("-display", "none", "-monitor", "none", "-icount", "shift=0,align=off,sleep=off")
+DEFAULT_ARGS = ("-display", "none", "-monitor", "none", "-icount", "shift=0,align=off,sleep=on")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
