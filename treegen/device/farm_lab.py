@@ -71,8 +71,11 @@ def _reserve(port: int) -> bool:
     ``<tmp>/treegen-ports/<port>.lock``, released when this process ends): two labs started at once by
     parallel test workers never publish the same port, even while the board on it is stopped between cells."""
     folder = Path(tempfile.gettempdir()) / "treegen-ports"
-    folder.mkdir(exist_ok=True)
-    fd = os.open(folder / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        folder.mkdir(mode=0o1777, exist_ok=True)
+        fd = os.open(folder / f"{port}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:            # a folder of another user's that this one cannot write: no reservation
+        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
