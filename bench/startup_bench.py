@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import provenance
 from shared_data import DATASETS
 from train_bench import reference_rates
 
@@ -47,11 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def commit_of(repo: Path) -> str:
-    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo, capture_output=True,
-                           text=True, check=True).stdout.strip()
-    return head + ("+uncommitted changes" if dirty else "")
+    return provenance.commit_of(repo, digits=12, mark_uncommitted=True)
 
 
 def checkout_at(commit: str, into: Path) -> Path:

@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import provenance
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -53,10 +55,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "suite_cpu.md"))
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+    commit = provenance.commit_of(ROOT, digits=12, mark_uncommitted=True)
     log = Path(tempfile.mkdtemp(prefix="suite_cpu_")) / "tests.jsonl"
     env = dict(os.environ, SUITE_CPU_LOG=str(log),
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")) if p))
@@ -70,7 +69,7 @@ def main(argv=None) -> int:
     cores = os.cpu_count() or 1
     command = "python bench/suite_cpu.py " + " ".join(argv)
     out = [f"`{command}`", "",
-           f"Commit `{commit}`{' + uncommitted changes' if dirty else ''}, {time.strftime('%Y-%m-%d')}, Python "
+           f"Commit `{commit}`, {time.strftime('%Y-%m-%d')}, Python "
            f"{platform.python_version()}, {cores} cores, load average at the end "
            f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}; pytest exit status {proc.returncode}.", "",
            f"- whole run (`bash scripts/test.sh`, setup included): **{wall / 60:.1f} min wall**, "

@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import provenance
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -45,14 +46,6 @@ from treegen.learn import tune as T  # noqa: E402
 
 #: (target, max flash bytes, max latency µs or None)
 BUDGETS = (("qemu-m4", 1024, 2.0), ("qemu-m4", 8192, 20.0), ("qemu-microbit", 2048, None))
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def defaults(data, algos, seed, results, target, budget, costs, work, workers) -> dict:
@@ -128,11 +121,11 @@ def main() -> int:
             rows.append(row)
             print(json.dumps({k: row[k] for k in ("dataset", "target", "message", "verdict", "seconds")}), flush=True)
     wall = time.time() - t0
-    header = (f"Command: `{command}` (commit {commit()}, treegen {__version__}); seed {args.seed}; "
+    header = (f"Command: `{command}` (commit {provenance.commit_of(REPO)}, treegen {__version__}); seed {args.seed}; "
               f"algorithms {','.join(algos)}, {args.candidates} candidates each (defaults + sampled); "
               f"local Dask cluster of {args.workers} workers on a 2-core machine shared with other jobs -- modest "
               f"budgets; wall time {wall / 60:.1f} min.")
-    (out.parent / f"{out.name}.json").write_text(json.dumps({"command": command, "commit": commit(), "rows": rows},
+    (out.parent / f"{out.name}.json").write_text(json.dumps({"command": command, "commit": provenance.commit_of(REPO), "rows": rows},
                                                             indent=2) + "\n")
     md = ["# treegen tune vs the best default-settings single algorithm, same budget", "", header, "",
           "CV accuracy: 2 x 5-fold stratified CV (tune's last rung; the defaults on the same folds). Flash/RAM: the "

@@ -36,20 +36,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import provenance
+
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 
 #: target -> its budget options
 BUDGETS = {"qemu-m4": ["--max-flash", "1KiB", "--max-latency-us", "2"], "simavr-uno": ["--max-flash", "2KiB"]}
 DEFAULT_DATASETS = "gls,zoo,ion,son,liv,bcw,hrts,lym"
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def run_one(name: str, target: str, args, folder: Path) -> dict:
@@ -90,7 +84,7 @@ def run_one(name: str, target: str, args, folder: Path) -> dict:
 
 def markdown(records: list[dict], command: str, at_commit: str | None = None) -> str:
     lines = ["# `treegen tune` on datasets it was not developed on", "",
-             f"Command: `{command}`  ", f"Commit: {at_commit or commit()}", "",
+             f"Command: `{command}`  ", f"Commit: {at_commit or provenance.commit_of(REPO)}", "",
              "tune was developed and benched on irs, veh, pid and seg; these datasets are others of "
              "`../shared/datasets` (6 to 60 features, 2 to 7 classes, 101 to 699 rows). Each run is the command "
              "a user types, in its own process (the per-run commands below; `-o`/`--json`/`--plot` into a "
@@ -169,7 +163,7 @@ def main(argv=None) -> int:
                 print(f"{rec['dataset']} {rec['target']}: exit {rec['exit']}, completed {rec['completed']}, "
                       f"{rec['seconds']:.0f} s, {len(rec.get('failures') or [])} failed", flush=True)
                 # written after every run: a long bench cut short keeps what it measured
-                out.with_suffix(".json").write_text(json.dumps({"command": command, "commit": commit(),
+                out.with_suffix(".json").write_text(json.dumps({"command": command, "commit": provenance.commit_of(REPO),
                                                                 "records": records}, indent=1) + "\n")
                 out.with_suffix(".md").write_text(markdown(records, command) + "\n")
     return 0 if all(r["completed"] for r in records) else 1
