@@ -61,6 +61,37 @@ def cache_dir() -> Path:
     return Path(os.environ.get("TREEGEN_CACHE", Path.home() / ".cache" / "treegen"))
 
 
+def compile_cached(folder: str, sources: dict[str, str], flags: list[str], output: str, *, needs: str, label: str,
+                   libs: tuple[str, ...] = (), cc: str | None = None, on_failure=None) -> Path:
+    """``output`` compiled by the host C compiler from ``sources`` (``{file name: text}``; the ``.c``
+    files are the units, the others sit beside them) with ``flags``, linked with ``libs``; cached in
+    ``cache_dir()/folder/<hash of the names, texts, flags and libs>`` (kept: the sources, then the
+    output, whose presence means complete). ``needs`` is what a missing compiler's message says ("the
+    native EFTI engine needs a C compiler"), ``label`` names it when compiling fails ("compiling the EFTI engine
+    failed: ..."); ``on_failure(stderr)`` may return a more specific :class:`TreegenError`."""
+    digest = hashlib.sha256("\0".join([*sources, *sources.values(), *flags, *libs]).encode()).hexdigest()[:16]
+    out_dir = cache_dir() / folder / digest
+    target = out_dir / output
+    if target.is_file():
+        return target
+    cc = compiler(cc)
+    if shutil.which(cc) is None:
+        raise TreegenError(f"{needs} ({cc!r} not found)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+        for name, text in sources.items():
+            (Path(tmp) / name).write_text(text, encoding="utf-8")
+        units = [str(Path(tmp) / name) for name in sources if name.endswith(".c")]
+        res = subprocess.run([cc, *flags, "-o", str(Path(tmp) / output), *units, *libs], capture_output=True,
+                             text=True)
+        if res.returncode != 0:
+            specific = on_failure(res.stderr) if on_failure is not None else None
+            raise specific or TreegenError(f"compiling the {label} failed: {first_error(res.stderr)}")
+        for name in [*sources, output]:          # the output last: its presence means complete
+            os.replace(Path(tmp) / name, out_dir / name)
+    return target
+
+
 _LOADED: dict[Path, ctypes.CDLL] = {}
 
 
@@ -97,27 +128,8 @@ class NativeKernel:
 
     def build(self, sources: dict[str, str], cc: str | None = None) -> Path:
         """The shared library compiled from ``sources`` (cached by the hash of sources and flags)."""
-        flags = self.flags
-        digest = hashlib.sha256("\0".join([*sources, *sources.values(), *flags]).encode()).hexdigest()[:16]
-        out_dir = cache_dir() / (self.cache_name or self.folder) / digest
-        lib = out_dir / self.library
-        if lib.is_file():
-            return lib
-        cc = compiler(cc)
-        if shutil.which(cc) is None:
-            raise TreegenError(f"the native {self.label} needs a C compiler ({cc!r} not found)")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
-            for name, text in sources.items():
-                (Path(tmp) / name).write_text(text)
-            units = [str(Path(tmp) / name) for name in sources if name.endswith(".c")]
-            res = subprocess.run([cc, *flags, "-o", str(Path(tmp) / self.library), *units],
-                                 capture_output=True, text=True)
-            if res.returncode != 0:
-                raise TreegenError(f"compiling the {self.label} failed: {first_error(res.stderr)}")
-            for name in [*sources, self.library]:          # the library last: its presence means complete
-                os.replace(Path(tmp) / name, out_dir / name)
-        return lib
+        return compile_cached(self.cache_name or self.folder, sources, self.flags, self.library,
+                              needs=f"the native {self.label} needs a C compiler", label=self.label, cc=cc)
 
     def load(self, sources: dict[str, str], cc: str | None = None) -> ctypes.CDLL:
         """The compiled kernel loaded through ctypes (built if needed; loaded once per process)."""

@@ -6,8 +6,8 @@ USART (``[emulator] uart``, default ``0``) to one TCP client and counts CPU cycl
 firmware's Timer1 counter reads simavr's cycle count, and input enters the simulation only at fixed
 simulated instants, so BENCH and TRAIN report the same cycles in every run (the program's header
 says how). It is compiled for the host on first use with :data:`STRICT_CFLAGS` against libsimavr and
-cached like the native kernels (:func:`treegen.core.native.cache_dir`, ``simavr/<hash of source and
-flags>/``); a missing library is one line naming the Debian packages.
+cached by the native kernels' compiler step (:func:`treegen.core.native.compile_cached`, in
+``simavr/<hash of source, flags and libraries>/``); a missing library is one line naming the Debian packages.
 
 ::
 
@@ -17,15 +17,10 @@ flags>/``); a missing library is one line naming the Debian packages.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from treegen.core.errors import TreegenError
-from treegen.core.native import STRICT_CFLAGS, first_error, cache_dir, compiler
+from treegen.core.native import STRICT_CFLAGS, compile_cached
 from treegen.core.resources import templates_dir
 from treegen.device.emulator import EmulatorBoard
 
@@ -56,29 +51,14 @@ def include_dir() -> Path:
 def board_program(cc: str | None = None) -> Path:
     """The compiled host program (built on first use, cached by the hash of its source and flags)."""
     source = (templates_dir() / SOURCE).read_text(encoding="utf-8")
-    inc = include_dir()
-    flags = [*STRICT_CFLAGS, *OPT_FLAGS, "-isystem", str(inc)]
-    digest = hashlib.sha256("\0".join([source, *flags, *LIBS]).encode()).hexdigest()[:16]
-    out_dir = cache_dir() / "simavr" / digest
-    program = out_dir / PROGRAM
-    if program.is_file():
-        return program
-    cc = compiler(cc)
-    if shutil.which(cc) is None:
-        raise TreegenError(f"the simavr board program needs a host C compiler ({cc!r} not found)")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
-        src = Path(tmp) / Path(SOURCE).name
-        src.write_text(source, encoding="utf-8")
-        res = subprocess.run([cc, *flags, "-o", str(Path(tmp) / PROGRAM), str(src), *LIBS],
-                             capture_output=True, text=True)
-        if res.returncode != 0:
-            if "-lsimavr" in res.stderr or "sim_avr.h" in res.stderr:
-                raise missing_library()
-            raise TreegenError(f"compiling the simavr board program failed: {first_error(res.stderr)}")
-        os.replace(src, out_dir / src.name)
-        os.replace(Path(tmp) / PROGRAM, program)          # the program last: its presence means complete
-    return program
+    flags = [*STRICT_CFLAGS, *OPT_FLAGS, "-isystem", str(include_dir())]
+
+    def on_failure(stderr: str):
+        return missing_library() if "-lsimavr" in stderr or "sim_avr.h" in stderr else None
+
+    return compile_cached("simavr", {Path(SOURCE).name: source}, flags, PROGRAM, libs=LIBS, cc=cc,
+                          needs="the simavr board program needs a host C compiler", label="simavr board program",
+                          on_failure=on_failure)
 
 
 class SimavrBoard(EmulatorBoard):
