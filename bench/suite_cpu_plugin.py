@@ -21,11 +21,12 @@ def _cpu(who) -> float:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     path = os.environ.get("SUITE_CPU_LOG")
-    s, c, t = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN), time.monotonic()
+    s, c, t, start = _cpu(resource.RUSAGE_SELF), _cpu(resource.RUSAGE_CHILDREN), time.monotonic(), time.time()
     yield
     if path:
         line = json.dumps({"id": item.nodeid, "self": round(_cpu(resource.RUSAGE_SELF) - s, 4),
                            "children": round(_cpu(resource.RUSAGE_CHILDREN) - c, 4),
-                           "wall": round(time.monotonic() - t, 4)})
+                           "wall": round(time.monotonic() - t, 4), "start": round(start, 3),
+                           "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")})
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -94,6 +95,25 @@ def _leftover_processes(base: str) -> list[tuple[int, str]]:
         if base in cmd and " -m pytest" not in cmd:
             found.append((int(entry.name), cmd[:160]))
     return found
+
+
+#: every test file's wall time in the last measured run (bench/suite_cpu.py writes it)
+FILE_DURATIONS = REPO / "tests" / "file_durations.json"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """The longest test files first (their wall time in tests/file_durations.json; a file not listed
+    there counts as long, it may be new and slow), each file's tests kept in order. With pytest-xdist
+    (--dist loadfile --no-loadscope-reorder, scripts/test.sh) the workers take files in this order, so
+    no worker is still starting a long file while the others have run out of work."""
+    try:
+        durations = json.loads(FILE_DURATIONS.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError):
+        return
+    unknown = max(durations.values(), default=0.0)
+    rank = {item: i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-durations.get(item.nodeid.split("::")[0], unknown), rank[item]))
 
 
 def pytest_sessionfinish(session, exitstatus):

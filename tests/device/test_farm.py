@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -170,6 +171,39 @@ def test_hil_place_single(lab, models, work, capsys):
     assert "place           qemu-netduinoplus2-1  (acquired by" in out and "result          PASS" in out
     assert "hostA/qemu-netduinoplus2-1/NetworkSerialPort" in out
     assert who(lab.address).count("\n") <= 1
+
+
+def test_lab_started_by_up_keeps_its_ports_reserved_until_down(tmp_path):
+    """`farm_lab up` returns at once: the ports its coordinator and boards use stay reserved (the lab's
+    processes hold the lock files) until `down`, so a lab a parallel worker starts meanwhile cannot publish
+    one of them (seen: docs/guide/board-farm.md's lab and this file's both on port 23804, the place's QEMU
+    'Address already in use'). Planted bug: _spawn without pass_fds -> the ports are free once up returns."""
+    from treegen.device import farm_lab
+
+    _need_tools()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    root = tmp_path / "lab"
+    lab_cmd = [sys.executable, "-m", "treegen.device.farm_lab"]
+    up = subprocess.run([*lab_cmd, "up", str(root), "qemu-m4@hostA", "qemu-hifive1@hostB"], env=env,
+                        capture_output=True, text=True, timeout=120)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        ports = [int((root / "coordinator").read_text().strip().rsplit(":", 1)[1])]
+        for cfg in sorted(root.glob("exporter-*.yaml")):
+            ports += [int(p) for p in re.findall(r"port: (\d+)", cfg.read_text())]
+        assert len(ports) == 3
+        assert [p for p in ports if farm_lab._reserve(p)] == [], "ports of a running lab not reserved"
+    finally:
+        down = subprocess.run([*lab_cmd, "down", str(root)], env=env, capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    deadline = time.monotonic() + 10
+    free = []
+    while time.monotonic() < deadline and len(free) < len(ports):
+        free += [p for p in ports if p not in free and farm_lab._reserve(p)]
+        time.sleep(0.1)
+    for p in free:                                       # this process's locks: given back
+        os.close(farm_lab._PORT_LOCKS.pop(p))
+    assert sorted(free) == sorted(ports), "the ports of a stopped lab are still reserved"
 
 
 # ---------------------------------------------------------------------- faults

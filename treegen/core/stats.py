@@ -18,6 +18,7 @@ Distributions (chi-square, F, normal, studentized range) come from ``scipy.stats
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from typing import Sequence
 
@@ -25,11 +26,19 @@ import numpy as np
 
 from treegen.core.errors import TreegenError
 
-try:
-    from scipy import stats as _st
-except ImportError:        # scipy is in the compare extra: `treegen compare` says so in one line
+# scipy is in the compare extra: `treegen compare` says so in one line, before any work. scipy.stats
+# itself (2-3 s of CPU to import) loads on the first test computed: tune, cv and Dask workers import
+# treegen.learn.compare and never compute one.
+if importlib.util.find_spec("scipy") is None:
     raise TreegenError("scipy is not installed; treegen compare (its statistical tests) needs the compare extra: "
-                       "pip install 'treegen[compare]'") from None
+                       "pip install 'treegen[compare]'")
+
+
+def _st():
+    """``scipy.stats``, imported on first use."""
+    from scipy import stats
+
+    return stats
 
 #: differences / scores closer than this are ties (rounded to 9 decimals before ranking)
 TIE_DECIMALS = 9
@@ -65,14 +74,14 @@ def wilcoxon(a: Sequence[float], b: Sequence[float], *, higher_is_better: bool =
     if not higher_is_better:
         d = -d
     wins, losses = int(np.sum(d > 0)), int(np.sum(d < 0))
-    ranks = _st.rankdata(np.abs(d))
+    ranks = _st().rankdata(np.abs(d))
     zero_half = 0.5 * float(ranks[d == 0].sum())
     r_plus = float(ranks[d > 0].sum()) + zero_half
     r_minus = float(ranks[d < 0].sum()) + zero_half
     if wins == 0 and losses == 0:
         p = 1.0
     else:
-        p = float(_st.wilcoxon(d, zero_method="zsplit", alternative="two-sided").pvalue)
+        p = float(_st().wilcoxon(d, zero_method="zsplit", alternative="two-sided").pvalue)
     return {"n": n, "wins": wins, "ties": n - wins - losses, "losses": losses, "r_plus": r_plus,
             "r_minus": r_minus, "statistic": min(r_plus, r_minus), "p_value": p}
 
@@ -80,7 +89,7 @@ def wilcoxon(a: Sequence[float], b: Sequence[float], *, higher_is_better: bool =
 def rank_table(scores, *, higher_is_better: bool = True) -> np.ndarray:
     """Rank of every method (column) on every dataset (row): 1 = best, ties get the mean rank."""
     x = np.round(_scores(scores, "ranking"), TIE_DECIMALS)
-    return np.vstack([_st.rankdata(-row if higher_is_better else row) for row in x]) if x.shape[0] else x
+    return np.vstack([_st().rankdata(-row if higher_is_better else row) for row in x]) if x.shape[0] else x
 
 
 def average_ranks(scores, *, higher_is_better: bool = True) -> np.ndarray:
@@ -97,7 +106,7 @@ def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     ``q_alpha`` is the studentized range quantile (k groups, infinite df) divided by sqrt(2)
     (Demšar's table: 2.343 for k = 3, 2.569 for k = 4 at alpha 0.05); ``CD = q_alpha sqrt(k(k+1)/(6n))``.
     """
-    q = float(_st.studentized_range.ppf(1.0 - alpha, k, np.inf)) / math.sqrt(2.0)
+    q = float(_st().studentized_range.ppf(1.0 - alpha, k, np.inf)) / math.sqrt(2.0)
     return q, q * math.sqrt(k * (k + 1) / (6.0 * n))
 
 
@@ -163,7 +172,7 @@ def friedman_from_ranks(average_ranks_, n: int, names: Sequence[str] | None = No
         ff, p_f = math.inf, 0.0
     else:
         ff = (n - 1) * chi2 / denom
-        p_f = float(_st.f.sf(ff, df1, df2))
+        p_f = float(_st().f.sf(ff, df1, df2))
     q, cd = nemenyi_cd(k, n, alpha)
     pairs = [{"a": names[i], "b": names[j], "rank_diff": float(abs(ranks[i] - ranks[j])),
               "significant": bool(abs(ranks[i] - ranks[j]) > cd)}
@@ -172,11 +181,11 @@ def friedman_from_ranks(average_ranks_, n: int, names: Sequence[str] | None = No
     control = int(np.argmin(ranks))
     others = [i for i in range(k) if i != control]
     z = [float((ranks[i] - ranks[control]) / se) for i in others]
-    p = [float(2.0 * _st.norm.sf(abs(v))) for v in z]
+    p = [float(2.0 * _st().norm.sf(abs(v))) for v in z]
     tests = [{"method": names[i], "z": zi, **h} for i, zi, h in zip(others, z, holm(p, alpha))]
     return {
         "n_datasets": n, "k": k, "names": names, "average_ranks": [float(r) for r in ranks],
-        "chi2": chi2, "chi2_p_value": float(_st.chi2.sf(chi2, df1)), "iman_davenport": ff,
+        "chi2": chi2, "chi2_p_value": float(_st().chi2.sf(chi2, df1)), "iman_davenport": ff,
         "df": [df1, df2], "p_value": p_f, "alpha": alpha,
         "nemenyi": {"q_alpha": q, "cd": cd, "pairs": pairs},
         "holm": {"control": names[control], "tests": tests},

@@ -68,8 +68,10 @@ _PORT_LOCKS: dict[int, int] = {}    # port -> the descriptor of its lock file, o
 
 def _reserve(port: int) -> bool:
     """An exclusive lock on ``port`` among this machine's treegen processes (a ``flock`` on
-    ``<tmp>/treegen-ports/<port>.lock``, released when this process ends): two labs started at once by
-    parallel test workers never publish the same port, even while the board on it is stopped between cells."""
+    ``<tmp>/treegen-ports/<port>.lock``, held while this process or a lab process it hands the lock to
+    lives, :meth:`EmulatedLab._spawn`): two labs started at once by parallel test workers never publish the
+    same port, even while the board on it is stopped between cells, and a lab started by ``up`` (which
+    returns at once) keeps its ports for as long as it runs."""
     folder = Path(tempfile.gettempdir()) / "treegen-ports"
     try:
         folder.mkdir(mode=0o1777, exist_ok=True)
@@ -175,11 +177,14 @@ class EmulatedLab:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, cmd: list[str], ports=()) -> subprocess.Popen:
+        """Start ``cmd`` in its own session; it inherits the reservations of ``ports`` (the lock files'
+        descriptors), so they last as long as it does, whether or not this process does."""
         log = open(self.root / f"{name}.log", "wb")
+        locks = [_PORT_LOCKS[p] for p in ports if p in _PORT_LOCKS]
         try:
             proc = subprocess.Popen(cmd, cwd=self.root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, pass_fds=locks)
         except OSError as exc:
             raise TreegenError(f"cannot start {cmd[0]}: {exc.strerror or exc} (pip install 'treegen[farm]')") from None
         finally:
@@ -195,7 +200,8 @@ class EmulatedLab:
         (self.root / "lab.json").write_text(json.dumps({"coordinator": self.address, "pids": self.pids,
                                                         "shm": self.shm}, indent=1) + "\n")
 
-    def exporter_yaml(self, exporter: str) -> str:
+    def exporter_yaml(self, exporter: str, ports: list | None = None) -> str:
+        """The exporter's resources; the ports it publishes are appended to ``ports``."""
         lines = []
         for p in self.places:
             if p.exporter != exporter:
@@ -204,7 +210,10 @@ class EmulatedLab:
             if p.target == "native":
                 lines += ["  RawSerialPort:", f"    port: {self.shm}/{p.name}", "    speed: 115200"]
             else:
-                lines += ["  NetworkSerialPort:", f"    host: {HOST}", f"    port: {pick_port(self.used_ports)}",
+                port = pick_port(self.used_ports)
+                if ports is not None:
+                    ports.append(port)
+                lines += ["  NetworkSerialPort:", f"    host: {HOST}", f"    port: {port}",
                           "    speed: 115200", "    protocol: raw"]
         return "\n".join(lines) + "\n"
 
@@ -220,14 +229,15 @@ class EmulatedLab:
         try:
             port = pick_port(self.used_ports)
             self.address = f"{HOST}:{port}"
-            coord = self._spawn("coordinator", ["labgrid-coordinator", "-l", self.address])
+            coord = self._spawn("coordinator", ["labgrid-coordinator", "-l", self.address], ports=[port])
             _wait_listening(port, coord, "labgrid-coordinator")
             exporters = sorted({p.exporter for p in self.places})
             for name in exporters:
                 cfg = self.root / f"exporter-{name}.yaml"
-                cfg.write_text(self.exporter_yaml(name))
+                ports: list[int] = []
+                cfg.write_text(self.exporter_yaml(name, ports))
                 self._spawn(f"exporter-{name}", ["labgrid-exporter", "-c", self.address, "-n", name,
-                                                 "--hostname", HOST, str(cfg)])
+                                                 "--hostname", HOST, str(cfg)], ports=ports)
             with Coordinator(self.address) as lab:
                 want = {f"{p.exporter}/{p.name}" for p in self.places}
                 deadline = time.monotonic() + 30
