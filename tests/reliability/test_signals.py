@@ -252,3 +252,34 @@ def test_cv_ctrl_c_to_the_process_group(work, tmp_path, phase):
     assert process_group_gone(proc.pid, 20), "cv workers left running after Ctrl-C"
     text = (tmp_path / "cv.err").read_text()
     assert proc.returncode == 130 and text.splitlines() == ["treegen: interrupted"], (proc.returncode, text[-3000:])
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_library_failing_on_its_way_out_of_an_interrupt_is_still_an_interrupt(monkeypatch, capsys, signum):
+    """joblib's process pool, interrupted while it starts, raised "RuntimeError: cannot join thread before
+    it is started" while handling the KeyboardInterrupt (seen once in test_cv_ctrl_c_to_the_process_group
+    [pool-starting]: a traceback, exit 1). An error raised while unwinding from Ctrl-C or a stop signal is
+    that interrupt: one line, exit 128 + n. Planted bug: main without its `except Exception` -> the
+    RuntimeError's traceback."""
+    from treegen.cli.common import Interrupted
+    from treegen.cli.main import main
+    from treegen.learn import cv
+
+    def pool_fails_while_interrupted(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+        except KeyboardInterrupt:
+            raise RuntimeError("cannot join thread before it is started")
+
+    monkeypatch.setattr(cv, "cross_validate", pool_fails_while_interrupted)
+    code = main(["cv", str(DATASETS / "irs.csv.gz"), "--algo", "cart", "-q"])
+    out, err = capsys.readouterr()
+    by = "" if signum == signal.SIGINT else " by SIGTERM"
+    assert (code, err) == (128 + signum, f"treegen: interrupted{by}\n")
+
+    def plain_bug(*args, **kwargs):
+        raise RuntimeError("a bug, no interrupt")
+
+    monkeypatch.setattr(cv, "cross_validate", plain_bug)
+    with pytest.raises(RuntimeError, match="a bug, no interrupt"):     # a bug is not hidden as an interrupt
+        main(["cv", str(DATASETS / "irs.csv.gz"), "--algo", "cart", "-q"])

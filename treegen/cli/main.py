@@ -144,12 +144,35 @@ def _main(argv: list[str] | None) -> int:
         _error(f"{where}{exc.strerror or exc}")
         return 2
     except KeyboardInterrupt as exc:
-        signum = getattr(exc, "signum", signal.SIGINT)
-        by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
-        print(f"{PROG}: interrupted{by}", file=sys.stderr)
-        return 128 + int(signum)
+        return _interrupted(exc)
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except Exception as exc:
+        # a library unwinding from Ctrl-C may fail on its own way out (joblib's process pool, interrupted
+        # while it starts: "RuntimeError: cannot join thread before it is started"): still an interrupt
+        interrupt = interrupt_behind(exc)
+        if interrupt is None:
+            raise
+        return _interrupted(interrupt)
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (KeyboardInterrupt) or stop signal (:class:`Interrupted`) that ``exc`` was raised while
+    handling, if any (its ``__context__`` chain)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__context__
+    return None
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    signum = getattr(exc, "signum", signal.SIGINT)
+    by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+    print(f"{PROG}: interrupted{by}", file=sys.stderr)
+    return 128 + int(signum)
 
 
 if __name__ == "__main__":
