@@ -134,6 +134,8 @@ class Coordinator:
         self._session = None
         self._held: set[str] = set()
         self._lock = threading.Lock()
+        self._inflight = 0                          # acquire/release requests on their way (other threads)
+        self._settled = threading.Condition(self._lock)
 
     # ------------------------------------------------------------------ session
     def __enter__(self) -> "Coordinator":
@@ -206,8 +208,14 @@ class Coordinator:
             raise FarmError(f"lost the labgrid coordinator at {self.address}")
 
     def close(self) -> None:
-        """Release every place still held here, end the session (idempotent)."""
-        for name in sorted(self._held):
+        """Release every place still held here, end the session (idempotent). Acquire and release
+        requests other threads have on their way are waited for first (up to a request's timeout): a
+        place acquired, or a release cut off, by a request that ends while the session closes would
+        stay acquired on the coordinator."""
+        with self._lock:
+            self._settled.wait_for(lambda: self._inflight == 0, REQUEST_TIMEOUT)
+            names = sorted(self._held)
+        for name in names:
             with contextlib.suppress(FarmError):
                 self.release(name)
         loop, self._loop = self._loop, None
@@ -314,8 +322,12 @@ class Coordinator:
                 if not self._matching_resources(name):
                     raise FarmError(f"place {name} has no resources (its exporter is not connected, or its "
                                     "matches name none)")
+                ok = False
+                with self._lock:
+                    self._inflight += 1
                 try:
                     self._rpc("AcquirePlace", pb.AcquirePlaceRequest(placename=name))
+                    ok = True
                 except FarmError:
                     raise
                 except Exception as exc:      # grpc: acquired by someone else in between, resources taken
@@ -323,8 +335,12 @@ class Coordinator:
                     if "already acquired" not in str(details):
                         raise FarmError(f"cannot acquire place {name}: {_one_line(details)}") from None
                     continue
-                with self._lock:
-                    self._held.add(name)
+                finally:
+                    with self._lock:         # held from the moment the request succeeded: close() sees it
+                        if ok:
+                            self._held.add(name)
+                        self._inflight -= 1
+                        self._settled.notify_all()
                 self.sync()
                 return waited
             if waited >= timeout:
@@ -347,16 +363,22 @@ class Coordinator:
             if name not in self._held:
                 return
             self._held.discard(name)
-        if not self.connected():
-            raise FarmError(f"lost the labgrid coordinator at {self.address}: place {name} is still acquired "
-                            f"(labgrid-client -p {name} release)")
+            self._inflight += 1
         try:
-            self._rpc("ReleasePlace", pb.ReleasePlaceRequest(placename=name))
-        except FarmError:
-            raise
-        except Exception as exc:
-            details = exc.details() if hasattr(exc, "details") else str(exc)
-            raise FarmError(f"cannot release place {name}: {_one_line(details)}") from None
+            if not self.connected():
+                raise FarmError(f"lost the labgrid coordinator at {self.address}: place {name} is still acquired "
+                                f"(labgrid-client -p {name} release)")
+            try:
+                self._rpc("ReleasePlace", pb.ReleasePlaceRequest(placename=name))
+            except FarmError:
+                raise
+            except Exception as exc:
+                details = exc.details() if hasattr(exc, "details") else str(exc)
+                raise FarmError(f"cannot release place {name}: {_one_line(details)}") from None
+        finally:
+            with self._lock:
+                self._inflight -= 1
+                self._settled.notify_all()
 
     def held_names(self) -> list[str]:
         with self._lock:
