@@ -99,8 +99,9 @@ def main(argv=None) -> int:
            f"pytest exit status {rc}. Every process that ended during the run is counted (a quiet machine).", "",
            f"- whole run (`bash scripts/test.sh`, setup included): **{wall / 60:.1f} min wall**, "
            f"{s['total'] / 60:.1f} min of CPU ({s['total'] / cores / 60:.1f} min of wall on {cores} cores at best)",
-           f"- pytest: controller {s['controller']:.0f} s, {len(s['workers'])} workers "
-           f"{', '.join(f'{w:.0f}' for w in s['workers'])} s of CPU (collection included)", "",
+           f"- pytest: controller {s['controller']:.0f} s of CPU; its Python children (the test workers, "
+           f"collection included): {', '.join(f'{w:.0f}' for w in s['workers'] if w >= 1)} s"
+           f"{f' ({n} more under 1 s)' if (n := sum(w < 1 for w in s['workers'])) else ''}", "",
            f"## CPU by program (the {min(args.top, len(progs))} with the most)", "",
            "| program | processes | CPU s | CPU % |", "|---|---:|---:|---:|"]
     out += [f"| {name} | {n} | {cpu:.1f} | {100 * cpu / max(s['total'], 1e-9):.1f} |"
