@@ -22,6 +22,7 @@ import warnings
 
 from treegen.cli.commands import COMMANDS
 from treegen.cli.common import CLIError, HilFailed, Interrupted
+from treegen.core import interrupts
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 from treegen.learn.cluster_signals import children_ignore_sigint
@@ -82,15 +83,26 @@ def _on_stop_signal(signum, frame) -> None:
     # the first signal interrupts the command; the cleanup that follows is not interrupted again
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    interrupts.record(signum)
     raise Interrupted(signum)
 
 
+def _on_sigint(signum, frame) -> None:
+    interrupts.record(signum)       # raised again by interrupts.check() if Python drops the exception
+    raise KeyboardInterrupt()
+
+
 def _install_handlers() -> dict:
-    """SIGTERM/SIGHUP -> :class:`Interrupted` in the main thread; returns the previous handlers."""
+    """SIGTERM/SIGHUP -> :class:`Interrupted`, SIGINT -> KeyboardInterrupt (when Python's own handler is
+    in place), both recorded (:mod:`treegen.core.interrupts`), in the main thread; returns the previous
+    handlers."""
     previous = {}
+    interrupts.delivered()
     try:
         for sig in STOP_SIGNALS:
             previous[sig] = signal.signal(sig, _on_stop_signal)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
     except ValueError:       # not the main thread (an embedding application): leave signals alone
         pass
     return previous
@@ -169,6 +181,7 @@ def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
+    interrupts.delivered()
     signum = getattr(exc, "signum", signal.SIGINT)
     by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
     print(f"{PROG}: interrupted{by}", file=sys.stderr)

@@ -41,6 +41,7 @@ import contextlib
 import time
 from typing import Callable, Sequence
 
+from treegen.core import interrupts
 from treegen.core import targets as _targets
 from treegen.core.errors import TreegenError
 from treegen.core.limits import bytes_text
@@ -309,6 +310,7 @@ def _measure(found, models, data, meter: CostMeter, tgt, budget: dict, progress,
             continue
         any_ok = False
         for layout, variant in combos:
+            interrupts.check()         # a Ctrl-C Python dropped in a finalizer still stops the search
             try:
                 cost = meter(model, data.X, layout, variant)
             except Exception as exc:       # build error, mismatch, a device that stops answering: recorded
