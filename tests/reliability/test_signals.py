@@ -261,7 +261,7 @@ def test_a_library_failing_on_its_way_out_of_an_interrupt_is_still_an_interrupt(
     [pool-starting]: a traceback, exit 1). An error raised while unwinding from Ctrl-C or a stop signal is
     that interrupt: one line, exit 128 + n. Planted bug: main without its `except Exception` -> the
     RuntimeError's traceback."""
-    from treegen.cli.common import Interrupted
+    from treegen.core.interrupts import Interrupted
     from treegen.cli.main import main
     from treegen.learn import cv
 

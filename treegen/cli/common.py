@@ -14,18 +14,10 @@ class CLIError(TreegenError):
     """A command-line usage error (bad option, missing argument)."""
 
 
-
 class HilFailed(TreegenError):
     """The device answered, but not as the host model: exit status 1 (not a usage error)."""
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP received (raised in the main thread like Ctrl-C's KeyboardInterrupt, so the
-    same cleanup runs); the exit status is 128 + ``signum``."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
 
 
 

@@ -21,8 +21,9 @@ import sys
 import warnings
 
 from treegen.cli.commands import COMMANDS
-from treegen.cli.common import CLIError, HilFailed, Interrupted
+from treegen.cli.common import CLIError, HilFailed
 from treegen.core import interrupts
+from treegen.core.interrupts import Interrupted
 from treegen.core.errors import TreegenError
 from treegen.core.version import __version__
 from treegen.learn.cluster_signals import children_ignore_sigint

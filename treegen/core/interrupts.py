@@ -13,8 +13,10 @@ from __future__ import annotations
 _pending: list[int] = []
 
 
-class PendingInterrupt(KeyboardInterrupt):
-    """An interrupt recorded earlier whose exception was lost; ``signum`` as received."""
+class Interrupted(KeyboardInterrupt):
+    """Signal ``signum`` received, raised in the main thread like Ctrl-C's KeyboardInterrupt so that the
+    same cleanup runs: SIGTERM or SIGHUP (the command line's handler), or any interrupt :func:`check`
+    raises again; the exit status is 128 + ``signum``."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -32,8 +34,8 @@ def delivered() -> None:
 
 
 def check() -> None:
-    """Raise the first recorded interrupt that was never handled (:class:`PendingInterrupt`)."""
+    """Raise the first recorded interrupt that was never handled (:class:`Interrupted`)."""
     if _pending:
         signum = _pending[0]
         _pending.clear()
-        raise PendingInterrupt(signum)
+        raise Interrupted(signum)

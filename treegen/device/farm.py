@@ -322,12 +322,12 @@ class Coordinator:
                 if not self._matching_resources(name):
                     raise FarmError(f"place {name} has no resources (its exporter is not connected, or its "
                                     "matches name none)")
-                ok = False
                 with self._lock:
                     self._inflight += 1
                 try:
                     self._rpc("AcquirePlace", pb.AcquirePlaceRequest(placename=name))
-                    ok = True
+                    with self._lock:         # held before the request counts as ended: close() sees one of them
+                        self._held.add(name)
                 except FarmError:
                     raise
                 except Exception as exc:      # grpc: acquired by someone else in between, resources taken
@@ -336,11 +336,7 @@ class Coordinator:
                         raise FarmError(f"cannot acquire place {name}: {_one_line(details)}") from None
                     continue
                 finally:
-                    with self._lock:         # held from the moment the request succeeded: close() sees it
-                        if ok:
-                            self._held.add(name)
-                        self._inflight -= 1
-                        self._settled.notify_all()
+                    self._request_ended()
                 self.sync()
                 return waited
             if waited >= timeout:
@@ -376,9 +372,13 @@ class Coordinator:
                 details = exc.details() if hasattr(exc, "details") else str(exc)
                 raise FarmError(f"cannot release place {name}: {_one_line(details)}") from None
         finally:
-            with self._lock:
-                self._inflight -= 1
-                self._settled.notify_all()
+            self._request_ended()
+
+    def _request_ended(self) -> None:
+        """An acquire or release request counted in ``_inflight`` is over (close() may be waiting)."""
+        with self._lock:
+            self._inflight -= 1
+            self._settled.notify_all()
 
     def held_names(self) -> list[str]:
         with self._lock:
