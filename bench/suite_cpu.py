@@ -39,14 +39,20 @@ import provenance
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def summarise(rows: list[dict], top: int) -> tuple[list[tuple], list[dict]]:
-    files: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
+def per_file(rows: list[dict]) -> dict[str, list]:
+    """{test file: [CPU s of the test processes, CPU s of their children, wall s, tests]}."""
+    files: dict[str, list] = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
     for r in rows:
         f = files[r["id"].split("::")[0]]
         f[0] += r["self"]
         f[1] += r["children"]
         f[2] += r["wall"]
         f[3] += 1
+    return files
+
+
+def summarise(rows: list[dict], top: int) -> tuple[list[tuple], list[dict]]:
+    files = per_file(rows)
     by_file = sorted(((k, *v) for k, v in files.items()), key=lambda t: -(t[1] + t[2]))[:top]
     by_test = sorted(rows, key=lambda r: -(r["self"] + r["children"]))[:top]
     return by_file, by_test
@@ -65,10 +71,7 @@ def worker_ends(rows: list[dict]) -> tuple[float, list[float]]:
 
 
 def file_durations(rows: list[dict]) -> dict[str, float]:
-    files: dict[str, float] = collections.defaultdict(float)
-    for r in rows:
-        files[r["id"].split("::")[0]] += r["wall"]
-    return {k: round(v, 1) for k, v in sorted(files.items())}
+    return {k: round(v[2], 1) for k, v in sorted(per_file(rows).items())}
 
 
 def main(argv=None) -> int:
